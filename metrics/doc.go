@@ -1,0 +1,7 @@
+// Package metrics is Casebook's vocabulary: the four-dimension metric catalog,
+// the snapshot contract that outside tools produce and consume, time series
+// types, and the root-cause taxonomy.
+//
+// Every other package reads metric ids, units, bad directions and PromQL from
+// Catalog; nothing else hard-codes a metric name. The package does no I/O.
+package metrics
