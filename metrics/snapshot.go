@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strings"
@@ -148,6 +149,8 @@ func jsonErrorText(err error) string {
 	switch {
 	case errors.As(err, &syn):
 		return fmt.Sprintf("malformed JSON at byte %d: %v", syn.Offset, syn)
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return "malformed JSON: the input ends before the object is complete"
 	case errors.As(err, &typ):
 		return fmt.Sprintf("field %q should be %s, not %s", typ.Field, typ.Type, typ.Value)
 	default:

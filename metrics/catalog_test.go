@@ -1,0 +1,98 @@
+package metrics_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/casebook/casebook/metrics"
+)
+
+// The contract ids in DESIGN.md order; outside tools depend on them.
+var contractIDs = []string{
+	"gateway_e2e_ms", "e2e_ms", "e2e_p99_ms", "ttft_ms", "ttft_p99_ms", "tpot_ms", "tpot_p99_ms",
+	"queue_ms", "prefill_ms", "decode_ms", "throughput_rps", "arrival_rps", "prompt_tps",
+	"generation_tps", "running_seqs", "queue_depth", "mean_prompt_tokens", "gpu_sm_util",
+	"tensor_active", "dram_active", "gpu_mem_used_frac", "kv_cache_usage", "sm_clock_mhz",
+	"mem_clock_mhz", "power_w", "gpu_temp_c", "kv_cache_hit_rate", "rejection_rate",
+	"error_rate", "preemption_rate",
+}
+
+func TestCatalogMatchesContract(t *testing.T) {
+	got := metrics.IDs()
+	if len(got) != len(contractIDs) {
+		t.Fatalf("catalog has %d metrics, contract has %d", len(got), len(contractIDs))
+	}
+	for i, id := range contractIDs {
+		if got[i] != id {
+			t.Errorf("catalog[%d] = %q, contract says %q", i, got[i], id)
+		}
+		m, ok := metrics.Lookup(id)
+		if !ok {
+			t.Fatalf("Lookup(%q) failed", id)
+		}
+		if m.Help == "" || m.Unit == "" || m.Dimension == "" {
+			t.Errorf("%s: help, unit and dimension are required", id)
+		}
+	}
+}
+
+func TestQueriesParse(t *testing.T) {
+	sels := []struct {
+		name string
+		sel  metrics.Selectors
+	}{
+		{"empty", metrics.Selectors{}},
+		{"model", metrics.Selectors{Engine: `model_name="m"`, GPU: `pod=~"a|b"`}},
+		{"instance", metrics.Selectors{Engine: `model_name="m",pod="a"`, GPU: `pod="a"`}},
+	}
+	for _, s := range sels {
+		for _, m := range metrics.Catalog {
+			q := m.Query(s.sel, 90*time.Second)
+			if strings.Contains(q, "$") {
+				t.Errorf("%s/%s: unexpanded placeholder in %q", s.name, m.ID, q)
+			}
+			if _, err := parser.NewParser(parser.Options{}).ParseExpr(q); err != nil {
+				t.Errorf("%s/%s: %q does not parse: %v", s.name, m.ID, q, err)
+			}
+		}
+	}
+}
+
+func TestQueryUsesRealMetricNames(t *testing.T) {
+	tests := []struct {
+		id, want string
+	}{
+		{metrics.TTFT, "vllm:time_to_first_token_seconds_sum"},
+		{metrics.TPOT, "vllm:inter_token_latency_seconds_sum"},
+		{metrics.KVCacheUsage, "vllm:kv_cache_usage_perc"},
+		{metrics.KVCacheHitRate, "vllm:prefix_cache_hits_total"},
+		{metrics.SMUtil, "DCGM_FI_PROF_SM_ACTIVE"},
+		{metrics.DRAMActive, "DCGM_FI_PROF_DRAM_ACTIVE"},
+		{metrics.SMClock, "DCGM_FI_DEV_SM_CLOCK"},
+		{metrics.ErrorRate, `finished_reason=~"error|abort"`},
+		{metrics.PreemptionRate, "vllm:num_preemptions_total"},
+	}
+	for _, tc := range tests {
+		m, _ := metrics.Lookup(tc.id)
+		if q := m.Query(metrics.Selectors{Engine: `model_name="x"`}, time.Minute); !strings.Contains(q, tc.want) {
+			t.Errorf("%s: query %q lacks %q", tc.id, q, tc.want)
+		}
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	tests := []struct {
+		d    time.Duration
+		want string
+	}{
+		{time.Minute, "1m"}, {90 * time.Second, "90s"}, {2 * time.Hour, "2h"}, {1500 * time.Millisecond, "1500ms"}, {0, "1m"},
+	}
+	for _, tc := range tests {
+		if got := metrics.FormatDuration(tc.d); got != tc.want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
