@@ -29,6 +29,16 @@ run: ## serve the console on the embedded demo at http://127.0.0.1:8080
 test: ## unit tests with the race detector, then the integration suite
 	@echo ">> unit tests"
 	$(GO) test -race -tags $(TAGS) -count=1 ./...
+	@$(MAKE) --no-print-directory test-integration
+
+.PHONY: test-deps
+test-deps: ## install Prometheus, Alertmanager and Chromium when missing (apt, as root)
+	@./scripts/ensure-test-deps
+
+.PHONY: test-integration
+test-integration: test-deps ## integration tests against real Prometheus, Alertmanager, SQLite and Chromium
+	@echo ">> integration tests"
+	$(GO) test -tags "$(TAGS) integration" -count=1 -timeout 15m ./...
 
 .PHONY: fuzz
 fuzz: ## a short run of every fuzz target

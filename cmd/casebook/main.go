@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -59,7 +60,11 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		usage(stderr, cmds)
 		return fmt.Errorf("%w: unknown command %q", errUsage, name)
 	}
-	return c.run(ctx, args, env, stdout, stderr)
+	err := c.run(ctx, args, env, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	return err
 }
 
 func usage(w io.Writer, cmds map[string]command) {

@@ -1,0 +1,54 @@
+package testenv
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// Prometheus starts a real Prometheus with the given configuration file
+// content and returns it once /-/ready answers.
+func Prometheus(t testing.TB, config string) *Process {
+	t.Helper()
+	bin := LookBinary(t, "prometheus", "prometheus")
+	port := FreePort(t)
+	dir := t.TempDir()
+	cfg := WriteFile(t, dir, "prometheus.yml", config)
+	return Start(t, "prometheus", bin, port, "/-/ready",
+		"--config.file="+cfg,
+		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
+		"--web.enable-lifecycle",
+	)
+}
+
+// Alertmanager starts a real Alertmanager (Debian's prometheus-alertmanager)
+// with the given configuration, clustering off.
+func Alertmanager(t testing.TB, config string) *Process {
+	t.Helper()
+	bin := LookBinary(t, "prometheus-alertmanager", "prometheus-alertmanager")
+	port := FreePort(t)
+	dir := t.TempDir()
+	cfg := WriteFile(t, dir, "alertmanager.yml", config)
+	return Start(t, "alertmanager", bin, port, "/-/ready",
+		"--config.file="+cfg,
+		"--storage.path="+filepath.Join(dir, "data"),
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
+		"--cluster.listen-address=",
+	)
+}
+
+// ChromiumPath returns Debian's chromium binary or fails naming the package.
+func ChromiumPath(t testing.TB) string {
+	t.Helper()
+	return LookBinary(t, "chromium", "chromium")
+}
+
+// ChromiumFlags are the flags every browser test starts Chromium with: no
+// sandbox (root in CI), no GPU, and no background network traffic, which
+// this machine's closed network would refuse.
+var ChromiumFlags = []string{
+	"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+	"--disable-background-networking", "--disable-component-update", "--disable-sync",
+	"--disable-default-apps", "--disable-extensions",
+}
