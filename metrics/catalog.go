@@ -69,7 +69,9 @@ type Metric struct {
 	Min, Max float64
 	// PromQL is the expression template. $ENGINE and $GPU expand to the
 	// label matchers of the scope (without braces), $WINDOW to a range
-	// duration such as 1m.
+	// duration such as 1m, and $BY / $BYLE to the grouping clause of every
+	// aggregation ("" and "by (le)" for one scope; "by (model_name, pod)"
+	// when recording rules keep one series per scope).
 	PromQL string
 }
 
@@ -80,12 +82,36 @@ type Selectors struct {
 	GPU    string // matchers on DCGM series
 }
 
-// Query expands the metric's PromQL template for a scope and rate window.
+// Query expands the metric's PromQL template for a scope and rate window;
+// the result is one series for the whole scope.
 func (m Metric) Query(sel Selectors, window time.Duration) string {
+	return m.QueryBy(sel, window, nil)
+}
+
+// QueryBy is Query keeping one series per distinct value of the by labels
+// (for recording and alerting rules). GPU series carry no model_name label,
+// so for GPU metrics only the labels other than model_name are kept.
+func (m Metric) QueryBy(sel Selectors, window time.Duration, by []string) string {
+	if m.Source == SourceGPU {
+		var gpuBy []string
+		for _, l := range by {
+			if l != "model_name" {
+				gpuBy = append(gpuBy, l)
+			}
+		}
+		by = gpuBy
+	}
+	grouping, groupingLE := "", "by (le)"
+	if len(by) > 0 {
+		grouping = "by (" + strings.Join(by, ", ") + ") "
+		groupingLE = "by (le, " + strings.Join(by, ", ") + ")"
+	}
 	q := strings.NewReplacer(
 		"$ENGINE", sel.Engine,
 		"$GPU", sel.GPU,
 		"$WINDOW", FormatDuration(window),
+		"$BYLE", groupingLE,
+		"$BY ", grouping,
 	).Replace(m.PromQL)
 	// An empty selector followed by further matchers leaves "{," behind.
 	return strings.ReplaceAll(q, "{,", "{")
@@ -165,15 +191,15 @@ const (
 )
 
 func meanOf(hist string) string {
-	return "1000 * sum(rate(" + hist + "_sum{$ENGINE}[$WINDOW])) / sum(rate(" + hist + "_count{$ENGINE}[$WINDOW]))"
+	return "1000 * sum $BY (rate(" + hist + "_sum{$ENGINE}[$WINDOW])) / sum $BY (rate(" + hist + "_count{$ENGINE}[$WINDOW]))"
 }
 
 func p99Of(hist string) string {
-	return "1000 * histogram_quantile(0.99, sum by (le) (rate(" + hist + "_bucket{$ENGINE}[$WINDOW])))"
+	return "1000 * histogram_quantile(0.99, sum $BYLE (rate(" + hist + "_bucket{$ENGINE}[$WINDOW])))"
 }
 
 func rateOf(counter string) string {
-	return "sum(rate(" + counter + "{$ENGINE}[$WINDOW]))"
+	return "sum $BY (rate(" + counter + "{$ENGINE}[$WINDOW]))"
 }
 
 // Catalog is the one definition of every metric, in the contract's order.
@@ -224,49 +250,49 @@ var Catalog = []Metric{
 		PromQL: rateOf("vllm:generation_tokens_total")},
 	{ID: RunningSeqs, Dimension: Throughput, Unit: "count", Bad: Both, Source: SourceEngine,
 		Help:   "Sequences in the running batch.",
-		PromQL: "sum(vllm:num_requests_running{$ENGINE})"},
+		PromQL: "sum $BY (vllm:num_requests_running{$ENGINE})"},
 	{ID: QueueDepth, Dimension: Throughput, Unit: "count", Bad: Up, Source: SourceEngine,
 		Help:   "Requests waiting to be scheduled.",
-		PromQL: "sum(vllm:num_requests_waiting{$ENGINE})"},
+		PromQL: "sum $BY (vllm:num_requests_waiting{$ENGINE})"},
 	{ID: MeanPromptTokens, Dimension: Throughput, Unit: "tokens", Bad: Up, Source: SourceEngine,
 		Help:   "Mean prompt length of finished requests.",
-		PromQL: "sum(rate(vllm:request_prompt_tokens_sum{$ENGINE}[$WINDOW])) / sum(rate(vllm:request_prompt_tokens_count{$ENGINE}[$WINDOW]))"},
+		PromQL: "sum $BY (rate(vllm:request_prompt_tokens_sum{$ENGINE}[$WINDOW])) / sum $BY (rate(vllm:request_prompt_tokens_count{$ENGINE}[$WINDOW]))"},
 	{ID: SMUtil, Dimension: Utilization, Unit: "ratio", Bad: Both, Source: SourceGPU, Max: 1,
 		Help:   "SM activity: DCGM profiling SM active, else GPU utilisation / 100.",
-		PromQL: "avg(DCGM_FI_PROF_SM_ACTIVE{$GPU}) or (avg(DCGM_FI_DEV_GPU_UTIL{$GPU}) / 100)"},
+		PromQL: "avg $BY (DCGM_FI_PROF_SM_ACTIVE{$GPU}) or (avg $BY (DCGM_FI_DEV_GPU_UTIL{$GPU}) / 100)"},
 	{ID: TensorActive, Dimension: Utilization, Unit: "ratio", Bad: Both, Source: SourceGPU, Max: 1,
 		Help:   "Tensor pipe activity.",
-		PromQL: "avg(DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{$GPU})"},
+		PromQL: "avg $BY (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{$GPU})"},
 	{ID: DRAMActive, Dimension: Utilization, Unit: "ratio", Bad: Up, Source: SourceGPU, Max: 1,
 		Help:   "Device memory bandwidth utilisation.",
-		PromQL: "avg(DCGM_FI_PROF_DRAM_ACTIVE{$GPU})"},
+		PromQL: "avg $BY (DCGM_FI_PROF_DRAM_ACTIVE{$GPU})"},
 	{ID: GPUMemUsedFrac, Dimension: Utilization, Unit: "ratio", Bad: Up, Source: SourceGPU, Max: 1,
 		Help:   "Framebuffer used / total.",
-		PromQL: "sum(DCGM_FI_DEV_FB_USED{$GPU}) / (sum(DCGM_FI_DEV_FB_USED{$GPU}) + sum(DCGM_FI_DEV_FB_FREE{$GPU}))"},
+		PromQL: "sum $BY (DCGM_FI_DEV_FB_USED{$GPU}) / (sum $BY (DCGM_FI_DEV_FB_USED{$GPU}) + sum $BY (DCGM_FI_DEV_FB_FREE{$GPU}))"},
 	{ID: KVCacheUsage, Dimension: Utilization, Unit: "ratio", Bad: Up, Source: SourceEngine, Max: 1,
 		Help:   "Engine KV-cache blocks in use.",
-		PromQL: "avg(vllm:kv_cache_usage_perc{$ENGINE}) or avg(vllm:gpu_cache_usage_perc{$ENGINE})"},
+		PromQL: "avg $BY (vllm:kv_cache_usage_perc{$ENGINE}) or avg $BY (vllm:gpu_cache_usage_perc{$ENGINE})"},
 	{ID: SMClock, Dimension: Utilization, Unit: "MHz", Bad: Down, Source: SourceGPU,
 		Help:   "SM clock (minimum over the scope's GPUs: one slow GPU stalls a TP group).",
-		PromQL: "min(DCGM_FI_DEV_SM_CLOCK{$GPU})"},
+		PromQL: "min $BY (DCGM_FI_DEV_SM_CLOCK{$GPU})"},
 	{ID: MemClock, Dimension: Utilization, Unit: "MHz", Bad: Down, Source: SourceGPU,
 		Help:   "Memory clock (minimum over the scope's GPUs).",
-		PromQL: "min(DCGM_FI_DEV_MEM_CLOCK{$GPU})"},
+		PromQL: "min $BY (DCGM_FI_DEV_MEM_CLOCK{$GPU})"},
 	{ID: Power, Dimension: Utilization, Unit: "W", Bad: Up, Source: SourceGPU,
 		Help:   "Board power (maximum over the scope's GPUs).",
-		PromQL: "max(DCGM_FI_DEV_POWER_USAGE{$GPU})"},
+		PromQL: "max $BY (DCGM_FI_DEV_POWER_USAGE{$GPU})"},
 	{ID: GPUTemp, Dimension: Utilization, Unit: "C", Bad: Up, Source: SourceGPU,
 		Help:   "GPU temperature (maximum over the scope's GPUs).",
-		PromQL: "max(DCGM_FI_DEV_GPU_TEMP{$GPU})"},
+		PromQL: "max $BY (DCGM_FI_DEV_GPU_TEMP{$GPU})"},
 	{ID: KVCacheHitRate, Dimension: Quality, Unit: "ratio", Bad: Down, Source: SourceEngine, Max: 1,
 		Help:   "Prefix-cache hits / queries, in tokens.",
-		PromQL: "sum(rate(vllm:prefix_cache_hits_total{$ENGINE}[$WINDOW])) / sum(rate(vllm:prefix_cache_queries_total{$ENGINE}[$WINDOW]))"},
+		PromQL: "sum $BY (rate(vllm:prefix_cache_hits_total{$ENGINE}[$WINDOW])) / sum $BY (rate(vllm:prefix_cache_queries_total{$ENGINE}[$WINDOW]))"},
 	{ID: RejectionRate, Dimension: Quality, Unit: "ratio", Bad: Up, Source: SourceEngine, Max: 1,
 		Help:   "Speculative draft tokens rejected / proposed.",
-		PromQL: "1 - sum(rate(vllm:spec_decode_num_accepted_tokens_total{$ENGINE}[$WINDOW])) / sum(rate(vllm:spec_decode_num_draft_tokens_total{$ENGINE}[$WINDOW]))"},
+		PromQL: "1 - sum $BY (rate(vllm:spec_decode_num_accepted_tokens_total{$ENGINE}[$WINDOW])) / sum $BY (rate(vllm:spec_decode_num_draft_tokens_total{$ENGINE}[$WINDOW]))"},
 	{ID: ErrorRate, Dimension: Quality, Unit: "ratio", Bad: Up, Source: SourceEngine, Max: 1,
 		Help:   "Requests finished with error or abort / all finished.",
-		PromQL: "(sum(rate(vllm:request_success_total{$ENGINE,finished_reason=~\"error|abort\"}[$WINDOW])) or vector(0)) / sum(rate(vllm:request_success_total{$ENGINE}[$WINDOW]))"},
+		PromQL: "sum $BY (rate(vllm:request_success_total{$ENGINE,finished_reason=~\"error|abort\"}[$WINDOW])) / sum $BY (rate(vllm:request_success_total{$ENGINE}[$WINDOW]))"},
 	{ID: PreemptionRate, Dimension: Quality, Unit: "1/s", Bad: Up, Source: SourceEngine,
 		Help:   "Sequences preempted per second.",
 		PromQL: rateOf("vllm:num_preemptions_total")},

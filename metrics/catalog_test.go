@@ -50,12 +50,16 @@ func TestQueriesParse(t *testing.T) {
 	}
 	for _, s := range sels {
 		for _, m := range metrics.Catalog {
-			q := m.Query(s.sel, 90*time.Second)
-			if strings.Contains(q, "$") {
-				t.Errorf("%s/%s: unexpanded placeholder in %q", s.name, m.ID, q)
-			}
-			if _, err := parser.NewParser(parser.Options{}).ParseExpr(q); err != nil {
-				t.Errorf("%s/%s: %q does not parse: %v", s.name, m.ID, q, err)
+			for _, q := range []string{
+				m.Query(s.sel, 90*time.Second),
+				m.QueryBy(s.sel, time.Minute, []string{"model_name", "pod"}),
+			} {
+				if strings.Contains(q, "$") {
+					t.Errorf("%s/%s: unexpanded placeholder in %q", s.name, m.ID, q)
+				}
+				if _, err := parser.NewParser(parser.Options{}).ParseExpr(q); err != nil {
+					t.Errorf("%s/%s: %q does not parse: %v", s.name, m.ID, q, err)
+				}
 			}
 		}
 	}
@@ -80,6 +84,33 @@ func TestQueryUsesRealMetricNames(t *testing.T) {
 		if q := m.Query(metrics.Selectors{Engine: `model_name="x"`}, time.Minute); !strings.Contains(q, tc.want) {
 			t.Errorf("%s: query %q lacks %q", tc.id, q, tc.want)
 		}
+	}
+}
+
+func TestQueryByGroupsPerScope(t *testing.T) {
+	by := []string{"model_name", "pod"}
+	tests := []struct {
+		id, want, notWant string
+	}{
+		{metrics.TTFTP99, "sum by (le, model_name, pod) (rate(", ""},
+		{metrics.ThroughputRPS, "sum by (model_name, pod) (rate(", ""},
+		// GPU series carry no model_name, so they are grouped by pod alone.
+		{metrics.SMClock, "min by (pod) (DCGM_FI_DEV_SM_CLOCK", "model_name"},
+	}
+	for _, tc := range tests {
+		m, _ := metrics.Lookup(tc.id)
+		q := m.QueryBy(metrics.Selectors{}, time.Minute, by)
+		if !strings.Contains(q, tc.want) {
+			t.Errorf("%s: %q lacks %q", tc.id, q, tc.want)
+		}
+		if tc.notWant != "" && strings.Contains(q, tc.notWant) {
+			t.Errorf("%s: %q should not mention %q", tc.id, q, tc.notWant)
+		}
+	}
+	// One scope: no grouping except le for quantiles.
+	m, _ := metrics.Lookup(metrics.TTFTP99)
+	if q := m.Query(metrics.Selectors{}, time.Minute); !strings.Contains(q, "sum by (le) (rate(") {
+		t.Errorf("single-scope p99 query %q", q)
 	}
 }
 
