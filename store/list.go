@@ -1,0 +1,183 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// This file is the one place where SQL is assembled at run time: the list
+// filters are optional and combine freely. Every value is a ? parameter.
+
+// VerdictFilter selects incidents by review state.
+type VerdictFilter string
+
+// Verdict filters; the empty filter selects every incident.
+const (
+	VerdictAny        VerdictFilter = ""
+	VerdictUnreviewed VerdictFilter = "unreviewed"
+	VerdictIsCorrect  VerdictFilter = "correct"
+	VerdictIsWrong    VerdictFilter = "wrong"
+)
+
+// Cursor is a keyset position in the list order (newest first).
+type Cursor struct {
+	OpenedAt time.Time
+	ID       int64
+}
+
+// IsZero reports whether c is the start of the list.
+func (c Cursor) IsZero() bool { return c.ID == 0 }
+
+// String encodes the cursor for a URL.
+func (c Cursor) String() string {
+	if c.IsZero() {
+		return ""
+	}
+	return strconv.FormatInt(nanos(c.OpenedAt), 36) + "." + strconv.FormatInt(c.ID, 36)
+}
+
+// ParseCursor decodes a cursor made by Cursor.String; "" is the start.
+func ParseCursor(s string) (Cursor, error) {
+	if s == "" {
+		return Cursor{}, nil
+	}
+	a, b, ok := strings.Cut(s, ".")
+	t, err1 := strconv.ParseInt(a, 36, 64)
+	id, err2 := strconv.ParseInt(b, 36, 64)
+	if !ok || err1 != nil || err2 != nil || id <= 0 {
+		return Cursor{}, fmt.Errorf("%w: page cursor %q is malformed", ErrInvalid, s)
+	}
+	return Cursor{OpenedAt: fromNanos(t), ID: id}, nil
+}
+
+// Limits on list pages.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 500
+	MaxQueryBytes   = 512
+)
+
+// ListFilter selects and pages incidents. Zero fields do not filter.
+type ListFilter struct {
+	Model    string
+	Instance string
+	// Cause matches incidents whose current diagnosis or current true cause
+	// is this id.
+	Cause    string
+	Severity string
+	Verdict  VerdictFilter
+	From, To time.Time // opened in [From, To)
+	// Query is full-text search over titles, notes and diagnosis evidence.
+	// Words are matched as prefixes and all must occur; FTS5 operators in
+	// it are treated as plain text.
+	Query string
+	After Cursor // start after this position; zero is the first page
+	Limit int    // default DefaultPageSize, at most MaxPageSize
+}
+
+// ListPage is one page of incidents, newest first.
+type ListPage struct {
+	Items []Summary `json:"items"`
+	// Next is the cursor of the following page; zero when this is the last.
+	Next Cursor `json:"-"`
+}
+
+// ftsQuery turns user text into an FTS5 query that can only mean "all of
+// these word prefixes": every token is quoted, so operators, column filters
+// and quotes in the input are inert.
+func ftsQuery(q string) string {
+	var terms []string
+	for _, f := range strings.FieldsFunc(q, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' }) {
+		terms = append(terms, `"`+strings.ReplaceAll(f, `"`, `""`)+`"*`)
+		if len(terms) == 16 {
+			break
+		}
+	}
+	return strings.Join(terms, " ")
+}
+
+// List returns one page of incidents matching f, newest first.
+func (s *Store) List(ctx context.Context, f ListFilter) (ListPage, error) {
+	if len(f.Query) > MaxQueryBytes {
+		return ListPage{}, fmt.Errorf("store: list incidents: %w: search text longer than %d bytes", ErrInvalid, MaxQueryBytes)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultPageSize
+	}
+	limit = min(limit, MaxPageSize)
+
+	var where []string
+	var args []any
+	add := func(cond string, a ...any) { where = append(where, cond); args = append(args, a...) }
+	if f.Model != "" {
+		add(`i.model = ?`, f.Model)
+	}
+	if f.Instance != "" {
+		add(`i.instance = ?`, f.Instance)
+	}
+	if f.Cause != "" {
+		add(`(i.root_cause = ? OR i.true_cause = ?)`, f.Cause, f.Cause)
+	}
+	if f.Severity != "" {
+		add(`i.severity = ?`, f.Severity)
+	}
+	switch f.Verdict {
+	case VerdictAny:
+	case VerdictUnreviewed:
+		add(`i.verdict = ''`)
+	case VerdictIsCorrect, VerdictIsWrong:
+		add(`i.verdict = ?`, string(f.Verdict))
+	default:
+		return ListPage{}, fmt.Errorf("store: list incidents: %w: verdict filter %q is not unreviewed, correct or wrong", ErrInvalid, f.Verdict)
+	}
+	if !f.From.IsZero() {
+		add(`i.opened_at >= ?`, nanos(f.From))
+	}
+	if !f.To.IsZero() {
+		add(`i.opened_at < ?`, nanos(f.To))
+	}
+	if !f.After.IsZero() {
+		add(`(i.opened_at, i.id) < (?, ?)`, nanos(f.After.OpenedAt), f.After.ID)
+	}
+	if strings.TrimSpace(f.Query) != "" {
+		q := ftsQuery(f.Query)
+		if q == "" {
+			return ListPage{}, nil // only punctuation: nothing can match
+		}
+		add(`i.id IN (SELECT incident_id FROM search WHERE search MATCH ?)`, q)
+	}
+	query := `SELECT ` + summaryColumns + ` FROM incidents i`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	query += ` ORDER BY i.opened_at DESC, i.id DESC LIMIT ?`
+	args = append(args, limit+1)
+
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return ListPage{}, fmt.Errorf("store: list incidents: %w", err)
+	}
+	defer rows.Close()
+	var page ListPage
+	for rows.Next() {
+		sum, err := scanSummary(rows)
+		if err != nil {
+			return ListPage{}, fmt.Errorf("store: list incidents: %w", err)
+		}
+		page.Items = append(page.Items, sum)
+	}
+	if err := rows.Err(); err != nil {
+		return ListPage{}, fmt.Errorf("store: list incidents: %w", err)
+	}
+	if len(page.Items) > limit {
+		page.Items = page.Items[:limit]
+		last := page.Items[limit-1]
+		page.Next = Cursor{OpenedAt: last.OpenedAt, ID: last.ID}
+	}
+	return page, nil
+}
