@@ -26,6 +26,7 @@ func commands() map[string]command {
 		"simulate": {"run the simulated inference cluster or write labelled scenarios", simulateCmd},
 		"diagnose": {"diagnose snapshots (JSON or JSON Lines) from a file or stdin", diagnoseCmd},
 		"eval":     {"measure diagnosis accuracy on a labelled corpus", evalCmd},
+		"rules":    {"print Prometheus recording rules (or --alerts: alerting rules) from the catalog", rulesCmd},
 	}
 }
 
