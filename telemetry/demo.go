@@ -1,0 +1,233 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/textparse"
+	"github.com/prometheus/prometheus/storage"
+
+	"github.com/casebook/casebook/telemetry/sim"
+)
+
+// Demo mode settings.
+const (
+	// demoBackfill is how much history demo mode back-fills: a week, so
+	// that baselines and weekly seasonality work at once.
+	demoBackfill = 7 * 24 * time.Hour
+	// demoBackfillStep is the resolution of back-filled data.
+	demoBackfillStep = time.Minute
+	// demoBaseURL is the pseudo host the simulator is scraped at. Requests
+	// never leave the process: a RoundTripper hands them to its handler.
+	demoBaseURL = "http://casebook-sim"
+	// demoTick is how often the simulator advances to the wall clock.
+	demoTick = time.Second
+	// backfillBatch is how many samples one back-fill commit holds.
+	backfillBatch = 100_000
+)
+
+// Jobs of the demo targets, as a Prometheus scrape config would name them.
+const (
+	demoJobEngine  = "vllm"
+	demoJobGPU     = "dcgm-exporter"
+	demoJobGateway = "gateway"
+)
+
+// demoTargets lists the simulator's endpoints as scrape targets, labelled
+// like a Kubernetes scrape of the same cluster would label them.
+func demoTargets(c *sim.Cluster) []Target {
+	var out []Target
+	for _, st := range c.Targets() {
+		out = append(out,
+			Target{URL: demoBaseURL + st.EnginePath, Labels: map[string]string{"job": demoJobEngine, GPUInstanceLabel: st.Instance}},
+			Target{URL: demoBaseURL + st.GPUPath, Labels: map[string]string{"job": demoJobGPU, GPUInstanceLabel: st.Instance}},
+		)
+	}
+	out = append(out, Target{URL: demoBaseURL + sim.GatewayPath, Labels: map[string]string{"job": demoJobGateway}})
+	return out
+}
+
+// startDemo creates the simulator, back-fills its history up to now and
+// starts scraping it live while it advances with the wall clock.
+func (t *Telemetry) startDemo(ctx, bg context.Context, backfill time.Duration) error {
+	now := time.Now().UTC().Truncate(demoBackfillStep)
+	from := now.Add(-backfill)
+	t.cluster = sim.New(sim.Options{Start: from})
+	client := &http.Client{Transport: handlerTransport{h: t.cluster.Handler()}}
+
+	var loops []*scrapeLoop
+	for _, tg := range demoTargets(t.cluster) {
+		st, err := resolveTarget(tg, t.opts.ScrapeInterval)
+		if err != nil {
+			return err
+		}
+		loops = append(loops, newScrapeLoop(st, client, t.db, t.status))
+	}
+	jobs, err := familyJobs(ctx, client, loops)
+	if err != nil {
+		return fmt.Errorf("telemetry: demo: %w", err)
+	}
+	began := time.Now()
+	n, err := backfillCluster(ctx, t.db, t.cluster, from, now, demoBackfillStep, jobs, hostPortOf(demoBaseURL))
+	if err != nil {
+		return fmt.Errorf("telemetry: demo back-fill: %w", err)
+	}
+	t.log.Info("demo history back-filled", "from", from, "to", now, "samples", n, "took", time.Since(began).Round(time.Millisecond))
+	t.res.coarse = demoBackfillStep
+	t.res.backfillEnd = now
+	t.status.ok("demo simulator")
+
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		t.cluster.Run(bg, demoTick)
+	}()
+	for _, l := range loops {
+		t.startLoop(bg, l)
+	}
+	return nil
+}
+
+// familyJobs reads each target once and maps every metric name it exposes
+// to the target's job, so back-filled series get the job label the live
+// scrape will give them.
+func familyJobs(ctx context.Context, client *http.Client, loops []*scrapeLoop) (map[string]string, error) {
+	jobs := make(map[string]string)
+	for _, l := range loops {
+		job := l.target.labels.Get("job")
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.target.url, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", l.target.url, err)
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, MaxScrapeBodyBytes))
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", l.target.url, err)
+		}
+		p := textparse.NewPromParser(body, labels.NewSymbolTable(), false)
+		var lset labels.Labels
+		for {
+			et, err := p.Next()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, fmt.Errorf("parse %s: %w", l.target.url, err)
+			}
+			if et == textparse.EntrySeries {
+				p.Labels(&lset)
+				jobs[lset.Get(labels.MetricName)] = job
+			}
+		}
+	}
+	return jobs, nil
+}
+
+// jobForName returns the job of a metric name, falling back to the naming
+// conventions for families the first read did not show (series that only
+// appear later, such as fault-driven ones).
+func jobForName(jobs map[string]string, name string) string {
+	if j, ok := jobs[name]; ok {
+		return j
+	}
+	switch {
+	case strings.HasPrefix(name, "DCGM_"):
+		return demoJobGPU
+	case strings.HasPrefix(name, "gateway_"):
+		return demoJobGateway
+	default:
+		return demoJobEngine
+	}
+}
+
+func hostPortOf(raw string) string {
+	st, err := resolveTarget(Target{URL: raw}, DefaultScrapeInterval)
+	if err != nil {
+		return ""
+	}
+	return st.labels.Get("instance")
+}
+
+// backfillRef is the storage reference and labels of one simulated series.
+type backfillRef struct {
+	ref  storage.SeriesRef
+	lset labels.Labels
+}
+
+// backfillCluster runs the simulator from `from` to `to` and appends every
+// sample, labelled exactly as the live scrape will label it (the series'
+// own labels plus job and instance), in commits of backfillBatch samples.
+// It returns the number of samples appended.
+func backfillCluster(ctx context.Context, db storage.Appendable, c *sim.Cluster, from, to time.Time, step time.Duration, jobs map[string]string, instance string) (int, error) {
+	refs := make(map[string]*backfillRef)
+	app := db.Appender(ctx)
+	pending, total := 0, 0
+	var b labels.ScratchBuilder
+	err := c.Backfill(from, to, step, func(s sim.Sample) error {
+		r, ok := refs[s.Key]
+		if !ok {
+			b.Reset()
+			name := ""
+			hasJob, hasInstance := false, false
+			for _, l := range s.Labels {
+				b.Add(l.Name, l.Value)
+				switch l.Name {
+				case labels.MetricName:
+					name = l.Value
+				case "job":
+					hasJob = true
+				case "instance":
+					hasInstance = true
+				}
+			}
+			if name == "" {
+				return fmt.Errorf("series %q has no metric name", s.Key)
+			}
+			if !hasJob {
+				b.Add("job", jobForName(jobs, name))
+			}
+			if !hasInstance {
+				b.Add("instance", instance)
+			}
+			b.Sort()
+			r = &backfillRef{lset: b.Labels()}
+			refs[s.Key] = r
+		}
+		ref, err := app.Append(r.ref, r.lset, s.T.UnixMilli(), s.V)
+		if err != nil {
+			return fmt.Errorf("append %s at %s: %w", r.lset, s.T.Format(time.RFC3339), err)
+		}
+		r.ref = ref
+		pending++
+		total++
+		if pending >= backfillBatch {
+			if err := app.Commit(); err != nil {
+				return fmt.Errorf("commit: %w", err)
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			app = db.Appender(ctx)
+			pending = 0
+		}
+		return nil
+	})
+	if err != nil {
+		_ = app.Rollback()
+		return total, err
+	}
+	if err := app.Commit(); err != nil {
+		return total, fmt.Errorf("commit: %w", err)
+	}
+	return total, nil
+}

@@ -1,0 +1,241 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/casebook/casebook/metrics"
+)
+
+// Snapshot history convention (DESIGN.md): 60 points at a 1-minute step
+// over [at-65m, at-6m].
+const (
+	historyPoints = 60
+	historyStep   = time.Minute
+	historyGap    = 6 * time.Minute
+)
+
+// queryParallelism bounds the catalog queries in flight for one request.
+const queryParallelism = 4
+
+// Snapshot captures the state of scope at `at`: every catalog metric's
+// current value (over the last minute where live data is dense) and an
+// hour of 1-minute history before it, leaving out the last five minutes.
+// Values that are not finite (a ratio over an idle minute) are left out,
+// so the field is missing rather than wrong. It fails only when no metric
+// could be queried at all.
+func (t *Telemetry) Snapshot(ctx context.Context, scope metrics.Scope, at time.Time) (metrics.Snapshot, error) {
+	if at.IsZero() {
+		at = time.Now()
+	}
+	at = at.UTC().Truncate(time.Millisecond)
+	sel, gpuOK, err := t.scopeSelectors(ctx, scope)
+	if err != nil {
+		return metrics.Snapshot{}, fmt.Errorf("telemetry: snapshot %s: %w", scope, err)
+	}
+	hStart := at.Add(-historyGap - (historyPoints-1)*historyStep)
+	hEnd := at.Add(-historyGap)
+	curWin := t.res.currentWindow(at)
+	histWin := t.res.rangeWindow(hStart, historyStep)
+
+	type answer struct {
+		id      string
+		cur     float64
+		curOK   bool
+		hist    []metrics.Sample
+		curErr  error
+		histErr error
+	}
+	answers := make([]answer, len(metrics.Catalog))
+	sem := make(chan struct{}, queryParallelism)
+	var wg sync.WaitGroup
+	for i, m := range metrics.Catalog {
+		answers[i].id = m.ID
+		if m.Source == metrics.SourceGPU && !gpuOK {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			a := &answers[i]
+			rs, err := t.querier.Instant(ctx, m.Query(sel, curWin), at)
+			if err != nil {
+				a.curErr = err
+			} else if v, ok := firstValue(m, rs); ok {
+				a.cur, a.curOK = v, true
+			}
+			rs, err = t.querier.Range(ctx, m.Query(sel, histWin), hStart, hEnd, historyStep)
+			if err != nil {
+				a.histErr = err
+			} else {
+				a.hist = cleanSamples(m, firstSeries(rs))
+			}
+		}()
+	}
+	wg.Wait()
+
+	snap := metrics.Snapshot{At: at, Scope: scope, Current: metrics.Values{}}
+	points := make([]metrics.Point, historyPoints)
+	for i := range points {
+		points[i] = metrics.Point{At: hStart.Add(time.Duration(i) * historyStep), Values: metrics.Values{}}
+	}
+	var errs []error
+	queried := 0
+	for _, a := range answers {
+		if a.curErr != nil {
+			errs = append(errs, a.curErr)
+		}
+		if a.histErr != nil {
+			errs = append(errs, a.histErr)
+		}
+		if a.curErr != nil || a.histErr != nil || a.id == "" {
+			continue
+		}
+		queried++
+		if a.curOK {
+			snap.Current[a.id] = a.cur
+		}
+		for _, s := range a.hist {
+			k := int(s.T.Sub(hStart) / historyStep)
+			if k >= 0 && k < historyPoints && s.T.Equal(points[k].At) {
+				points[k].Values[a.id] = s.V
+			}
+		}
+	}
+	if len(errs) > 0 && queried == 0 {
+		return metrics.Snapshot{}, fmt.Errorf("telemetry: snapshot %s at %s: %w", scope, at.Format(time.RFC3339), errs[0])
+	}
+	if len(errs) > 0 {
+		t.log.Warn("snapshot incomplete", "scope", scope.String(), "failed_queries", len(errs), "first_error", errs[0])
+	}
+	for _, p := range points {
+		if len(p.Values) > 0 {
+			snap.History = append(snap.History, p)
+		}
+	}
+	return snap, nil
+}
+
+// Range returns one series per id, in order, over r. Missing data gives a
+// series with no samples; an unknown id is an error.
+func (t *Telemetry) Range(ctx context.Context, scope metrics.Scope, ids []string, r metrics.Range) ([]metrics.Series, error) {
+	if r.Step <= 0 {
+		return nil, errors.New("telemetry: range step must be positive")
+	}
+	if !r.End.After(r.Start) {
+		return nil, errors.New("telemetry: range end must be after its start")
+	}
+	ms := make([]metrics.Metric, len(ids))
+	for i, id := range ids {
+		m, ok := metrics.Lookup(id)
+		if !ok {
+			return nil, fmt.Errorf("telemetry: range: unknown metric %q", id)
+		}
+		ms[i] = m
+	}
+	sel, gpuOK, err := t.scopeSelectors(ctx, scope)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: range %s: %w", scope, err)
+	}
+	start := r.Start.UTC()
+	// The range is half-open; the last evaluation is the last step before End.
+	n := (r.End.Sub(start) - time.Nanosecond) / r.Step
+	end := start.Add(n * r.Step)
+	win := t.res.rangeWindow(start, r.Step)
+
+	out := make([]metrics.Series, len(ids))
+	errs := make([]error, len(ids))
+	sem := make(chan struct{}, queryParallelism)
+	var wg sync.WaitGroup
+	for i, m := range ms {
+		out[i] = metrics.Series{Metric: m.ID, Scope: scope, Samples: []metrics.Sample{}}
+		if m.Source == metrics.SourceGPU && !gpuOK {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			rs, err := t.querier.Range(ctx, m.Query(sel, win), start, end, r.Step)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			out[i].Samples = cleanSamples(m, firstSeries(rs))
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("telemetry: range %s: %w", scope, err)
+	}
+	return out, nil
+}
+
+// firstValue returns the single value of an aggregated instant answer.
+func firstValue(m metrics.Metric, rs []Result) (float64, bool) {
+	for _, r := range rs {
+		for _, s := range r.Samples {
+			if v, ok := clean(m, s.V); ok {
+				return v, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// firstSeries returns the samples of the first series of an answer: every
+// catalog expression aggregates to one series.
+func firstSeries(rs []Result) []metrics.Sample {
+	if len(rs) == 0 {
+		return nil
+	}
+	return rs[0].Samples
+}
+
+func cleanSamples(m metrics.Metric, ss []metrics.Sample) []metrics.Sample {
+	out := make([]metrics.Sample, 0, len(ss))
+	for _, s := range ss {
+		if v, ok := clean(m, s.V); ok {
+			out = append(out, metrics.Sample{T: s.T, V: v})
+		}
+	}
+	return out
+}
+
+// clampTolerance is how far (as a fraction of the valid span, or absolute
+// for unbounded metrics) a value may stray outside the catalog bounds and
+// still be clamped rather than dropped. Rate extrapolation on the two sides
+// of a ratio can overshoot 1 or undershoot 0 slightly.
+const clampTolerance = 0.02
+
+// clean drops values that are not finite and clamps small overshoots of a
+// metric's bounds; a value far outside them is dropped as wrong.
+func clean(m metrics.Metric, v float64) (float64, bool) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	span := 1.0
+	if m.Max > m.Min {
+		span = m.Max - m.Min
+	}
+	if v < m.Min {
+		if m.Min-v > clampTolerance*span {
+			return 0, false
+		}
+		v = m.Min
+	}
+	if m.Max > 0 && v > m.Max {
+		if v-m.Max > clampTolerance*span {
+			return 0, false
+		}
+		v = m.Max
+	}
+	return v, true
+}

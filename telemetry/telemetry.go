@@ -1,0 +1,270 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/casebook/casebook/metrics"
+	"github.com/casebook/casebook/telemetry/sim"
+)
+
+// Options configures Open. Zero values mean the defaults documented on each
+// field.
+type Options struct {
+	DataDir        string        // embedded TSDB lives in DataDir/tsdb
+	PrometheusURL  string        // remote mode when set
+	Targets        []Target      // engine/exporter /metrics URLs to scrape (embedded mode)
+	Demo           bool          // embedded mode scraping the in-process simulator, history back-filled
+	ScrapeInterval time.Duration // default 5s; in remote mode, the remote's scrape interval (default 15s)
+	InstanceLabel  string        // default "pod"
+	DCGM           string        // "", "embedded" or a host:port of nv-hostengine
+	Logger         *slog.Logger
+}
+
+// Target is one /metrics endpoint to scrape. Labels are added to every
+// series it exposes that does not carry them itself, e.g. pod=<instance>.
+// The reserved labels __scrape_interval__ and __scrape_timeout__ (durations
+// such as "15s") override the scrape interval and timeout of this target.
+type Target struct {
+	URL    string
+	Labels map[string]string
+}
+
+// Telemetry is Casebook's metric source: it answers scopes, chart ranges
+// and snapshots from a remote Prometheus or from the embedded TSDB that it
+// feeds itself.
+type Telemetry struct {
+	opts    Options
+	log     *slog.Logger
+	querier Querier
+	status  *statusBoard
+	res     resolutions
+
+	db      *tsdb.DB // nil in remote mode
+	cluster *sim.Cluster
+	dcgm    *dcgmCollector
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open starts the telemetry of one deployment. With PrometheusURL set it
+// queries that server (remote mode); otherwise it opens the embedded TSDB
+// in DataDir/tsdb and scrapes Targets into it, and with Demo also the
+// in-process simulator after back-filling a week of its history. ctx bounds
+// Open's own work (the back-fill); background scraping runs until Close.
+//
+// A source that cannot be reached (a Prometheus that is down, a target,
+// DCGM without its library) does not fail Open: it shows in Status.
+func Open(ctx context.Context, opts Options) (*Telemetry, error) {
+	return open(ctx, opts, demoBackfill)
+}
+
+func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.InstanceLabel == "" {
+		opts.InstanceLabel = GPUInstanceLabel
+	}
+	if opts.ScrapeInterval < 0 {
+		return nil, fmt.Errorf("telemetry: scrape interval %s is negative", opts.ScrapeInterval)
+	}
+	t := &Telemetry{opts: opts, log: opts.Logger, status: newStatusBoard(opts.Logger)}
+	bg, cancel := context.WithCancel(context.Background())
+	t.cancel = cancel
+
+	if opts.PrometheusURL != "" {
+		if opts.Demo || len(opts.Targets) > 0 || opts.DCGM != "" {
+			cancel()
+			return nil, errors.New("telemetry: a Prometheus URL excludes demo mode, scrape targets and DCGM collection: Prometheus scrapes those itself")
+		}
+		if opts.ScrapeInterval == 0 {
+			opts.ScrapeInterval = 15 * time.Second
+			t.opts.ScrapeInterval = opts.ScrapeInterval
+		}
+		rq, err := NewRemoteQuerier(RemoteOptions{URL: opts.PrometheusURL, Logger: opts.Logger})
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		rq.status = t.status
+		t.querier = rq
+		t.res = resolutions{live: opts.ScrapeInterval}
+		t.probeRemote(ctx, rq)
+		return t, nil
+	}
+
+	if opts.ScrapeInterval == 0 {
+		opts.ScrapeInterval = DefaultScrapeInterval
+		t.opts.ScrapeInterval = opts.ScrapeInterval
+	}
+	if opts.DataDir == "" {
+		cancel()
+		return nil, errors.New("telemetry: the embedded mode needs a data directory")
+	}
+	targets := make([]scrapeTarget, 0, len(opts.Targets))
+	for _, tg := range opts.Targets {
+		st, err := resolveTarget(tg, opts.ScrapeInterval)
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		targets = append(targets, st)
+	}
+
+	// Demo data is synthetic and regenerated on every start, so it lives
+	// apart from scraped history and without a write-ahead log.
+	dir := filepath.Join(opts.DataDir, "tsdb")
+	if opts.Demo {
+		dir = filepath.Join(opts.DataDir, "tsdb-demo")
+		if err := os.RemoveAll(dir); err != nil {
+			cancel()
+			return nil, fmt.Errorf("telemetry: reset demo tsdb: %w", err)
+		}
+	}
+	db, err := openTSDB(dir, !opts.Demo, opts.Logger)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	t.db = db
+	t.querier = NewEmbeddedQuerier(db, opts.Logger)
+	t.res = resolutions{live: opts.ScrapeInterval}
+	for _, st := range targets {
+		if st.interval > t.res.live {
+			t.res.live = st.interval
+		}
+	}
+
+	client := &http.Client{}
+	for _, st := range targets {
+		t.startLoop(bg, newScrapeLoop(st, client, db, t.status))
+	}
+	if opts.Demo {
+		if err := t.startDemo(ctx, bg, backfill); err != nil {
+			_ = t.Close()
+			return nil, err
+		}
+	}
+	if opts.DCGM != "" {
+		t.startDCGM(bg, newDCGMAPI())
+	}
+	return t, nil
+}
+
+func (t *Telemetry) startLoop(ctx context.Context, l *scrapeLoop) {
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		l.run(ctx)
+	}()
+}
+
+// probeRemote asks the remote server a trivial query so that Status says at
+// once whether it is reachable.
+func (t *Telemetry) probeRemote(ctx context.Context, rq *RemoteQuerier) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, _ = rq.Instant(ctx, "vector(1)", time.Now())
+}
+
+// Querier returns the PromQL querier of the deployment, for views that
+// need expressions outside the catalog.
+func (t *Telemetry) Querier() Querier { return t.querier }
+
+// Status reports every metric source's health, sorted by name.
+func (t *Telemetry) Status() []metrics.SourceStatus { return t.status.list() }
+
+// Simulator returns the demo cluster, nil outside demo mode (for fault
+// injection from the console).
+func (t *Telemetry) Simulator() *sim.Cluster { return t.cluster }
+
+// Close stops scraping and collection and closes the embedded TSDB.
+func (t *Telemetry) Close() error {
+	t.closeOnce.Do(func() {
+		t.cancel()
+		t.wg.Wait()
+		if t.dcgm != nil {
+			t.dcgm.close()
+		}
+		if t.db != nil {
+			if err := t.db.Close(); err != nil {
+				t.closeErr = fmt.Errorf("telemetry: close tsdb: %w", err)
+			}
+		}
+	})
+	return t.closeErr
+}
+
+// scopesLookback is how far back Scopes looks for series: a model that
+// reported anything in the last day is listed.
+const scopesLookback = 24 * time.Hour
+
+// Scopes returns every model and every model/instance with data, sorted by
+// model, the model scope first.
+func (t *Telemetry) Scopes(ctx context.Context) ([]metrics.Scope, error) {
+	inst := t.opts.InstanceLabel
+	q := fmt.Sprintf("group by (model_name, %s) (last_over_time(vllm:num_requests_running[%s]))",
+		inst, metrics.FormatDuration(scopesLookback))
+	rs, err := t.querier.Instant(ctx, q, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: list scopes: %w", err)
+	}
+	seen := make(map[metrics.Scope]bool)
+	var out []metrics.Scope
+	for _, r := range rs {
+		m := r.Labels["model_name"]
+		if m == "" {
+			continue
+		}
+		for _, s := range []metrics.Scope{{Model: m}, {Model: m, Instance: r.Labels[inst]}} {
+			if !seen[s] {
+				seen[s] = true
+				out = append(out, s)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Model != out[j].Model {
+			return out[i].Model < out[j].Model
+		}
+		return out[i].Instance < out[j].Instance
+	})
+	return out, nil
+}
+
+// scopeSelectors resolves a scope's matchers, listing the model's instances
+// when the scope is a whole model.
+func (t *Telemetry) scopeSelectors(ctx context.Context, scope metrics.Scope) (metrics.Selectors, bool, error) {
+	if scope.Model == "" {
+		return metrics.Selectors{}, false, errors.New("telemetry: scope has no model")
+	}
+	var instances []string
+	if scope.Instance == "" {
+		scopes, err := t.Scopes(ctx)
+		if err != nil {
+			return metrics.Selectors{}, false, err
+		}
+		for _, s := range scopes {
+			if s.Model == scope.Model && s.Instance != "" {
+				instances = append(instances, s.Instance)
+			}
+		}
+	}
+	sel, gpuOK := selectors(scope, t.opts.InstanceLabel, instances)
+	return sel, gpuOK, nil
+}

@@ -1,0 +1,100 @@
+package telemetry
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/casebook/casebook/metrics"
+)
+
+// GPUInstanceLabel is the label that joins dcgm-exporter series to an engine
+// instance: dcgm-exporter in Kubernetes mode labels every GPU with the pod
+// that holds it.
+const GPUInstanceLabel = "pod"
+
+// resolutions describes how dense the stored data is, so that every rate
+// window holds at least two samples.
+type resolutions struct {
+	// live is the interval of live data (the scrape interval, or the
+	// remote Prometheus' scrape interval).
+	live time.Duration
+	// coarse is the interval of back-filled data before backfillEnd.
+	coarse      time.Duration
+	backfillEnd time.Time // zero when nothing was back-filled
+}
+
+// at returns the coarsest resolution of the data in [from, to].
+func (r resolutions) at(from time.Time) time.Duration {
+	if !r.backfillEnd.IsZero() && from.Before(r.backfillEnd) && r.coarse > r.live {
+		return r.coarse
+	}
+	return r.live
+}
+
+// rateWindow applies the $__rate_interval rule: max(step + resolution,
+// 4 x resolution). A rate over it always has at least two samples, and
+// consecutive steps overlap so that no sample falls between windows.
+func rateWindow(step, res time.Duration) time.Duration {
+	w := max(step+res, 4*res)
+	return roundUp(w, time.Second)
+}
+
+// rangeWindow returns the rate window of a range query over [start, end]
+// at step: the resolution is the coarsest of the data any window reads.
+func (r resolutions) rangeWindow(start time.Time, step time.Duration) time.Duration {
+	res := r.live
+	w := rateWindow(step, res)
+	if r.at(start.Add(-w)) != res {
+		res = r.at(start.Add(-w))
+		w = rateWindow(step, res)
+	}
+	return w
+}
+
+// currentWindow returns the window of an instant "current" value at `at`:
+// one minute where live data is dense, widened to four samples where the
+// data is coarser (the back-filled past).
+func (r resolutions) currentWindow(at time.Time) time.Duration {
+	w := max(time.Minute, 4*r.live)
+	if res := r.at(at.Add(-w)); res != r.live {
+		w = max(time.Minute, 4*res)
+	}
+	return roundUp(w, time.Second)
+}
+
+func roundUp(d, unit time.Duration) time.Duration {
+	if d%unit == 0 {
+		return d
+	}
+	return (d/unit + 1) * unit
+}
+
+// selectors returns the catalog matchers of a scope. instances are the
+// model's instances, used to join GPU series to a model scope; gpuOK is
+// false when no GPU series can belong to the scope (a model without known
+// instances), in which case GPU metrics must not be queried at all, since
+// an empty matcher would select every GPU.
+func selectors(scope metrics.Scope, instanceLabel string, instances []string) (sel metrics.Selectors, gpuOK bool) {
+	eng := []string{"model_name=" + quote(scope.Model)}
+	if scope.Instance != "" {
+		eng = append(eng, instanceLabel+"="+quote(scope.Instance))
+		sel.GPU = GPUInstanceLabel + "=" + quote(scope.Instance)
+		gpuOK = true
+	} else if len(instances) > 0 {
+		parts := make([]string, len(instances))
+		for i, in := range instances {
+			parts[i] = regexp.QuoteMeta(in)
+		}
+		sel.GPU = GPUInstanceLabel + "=~" + quote(strings.Join(parts, "|"))
+		gpuOK = true
+	}
+	sel.Engine = strings.Join(eng, ",")
+	return sel, gpuOK
+}
+
+// quote renders s as a PromQL string literal. PromQL strings follow Go's
+// escaping rules, so strconv.Quote is exact, including for quotes,
+// backslashes and non-printable bytes.
+func quote(s string) string { return strconv.Quote(s) }
