@@ -1,39 +1,279 @@
 package diagnose
 
-import "github.com/casebook/casebook/metrics"
+import (
+	"math"
+	"sort"
+
+	m "github.com/casebook/casebook/metrics"
+)
 
 // Options tunes the engine. The zero value means every default.
-type Options struct{}
+type Options struct {
+	// Rules replaces the built-in rule table (Rules()) when non-nil.
+	Rules []Rule
+	// MinScore is the ranked score a cause needs to be named; below it an
+	// anomalous snapshot is "unknown". Default 0.3.
+	MinScore float64
+	// MaxCandidates bounds the candidate list. Default 5.
+	MaxCandidates int
+}
 
-// Engine diagnoses snapshots. It is safe for concurrent use.
+// Engine diagnoses snapshots. It holds no mutable state and is safe for
+// concurrent use.
 type Engine struct {
-	opts Options
+	rules         []Rule
+	minScore      float64
+	maxCandidates int
 }
 
 // New returns an engine with opts, defaults filled in.
 func New(opts Options) *Engine {
-	return &Engine{opts: opts}
+	e := &Engine{rules: opts.Rules, minScore: opts.MinScore, maxCandidates: opts.MaxCandidates}
+	if e.rules == nil {
+		e.rules = Rules()
+	}
+	if e.minScore <= 0 {
+		e.minScore = 0.3
+	}
+	if e.maxCandidates <= 0 {
+		e.maxCandidates = 5
+	}
+	return e
 }
+
+// EngineVersion identifies the rule set and build that produced a diagnosis.
+func EngineVersion() string { return "rules-1/" + BuildVersion }
+
+// Snapshot-level decision constants. A single metric at |z| just over 3 is
+// expected now and then among thirty metrics, so a snapshot counts as
+// anomalous only with two anomalies or one beyond strongZ; a rule at or
+// above absoluteScore (absolute physics such as a 10% error rate) makes it
+// anomalous regardless.
+const (
+	strongZ       = 4.5
+	absoluteScore = 0.6
+)
 
 // Diagnose names the root cause of s. It never panics on odd input: missing
 // fields, short history and extreme values give a weaker diagnosis, not an
 // error.
-func (e *Engine) Diagnose(s metrics.Snapshot) Diagnosis {
-	return Diagnosis{
-		RootCause:     metrics.CauseNone,
-		Title:         "No anomaly",
-		Severity:      SeverityInfo,
+func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
+	base := Deviations(s)
+	in := Input{Snapshot: s, Baseline: base}
+
+	var anomalous []string
+	maxBad := 0.0
+	for _, mt := range m.Catalog {
+		d, ok := base[mt.ID]
+		if !ok {
+			continue
+		}
+		bz := badZ(mt.ID, d)
+		if d.Anomalous {
+			anomalous = append(anomalous, mt.ID)
+		}
+		if bz > maxBad {
+			maxBad = bz
+		}
+	}
+	isAnom := func(id string) bool { return base[id].Anomalous }
+
+	findings := make([]Finding, 0, len(e.rules))
+	missingSet := map[string]bool{}
+	for _, r := range e.rules {
+		f := safeEvaluate(r, in)
+		findings = append(findings, f)
+		for _, id := range f.Missing {
+			missingSet[id] = true
+		}
+	}
+	rankedList := rankCauses(findings, base, anomalous)
+
+	top, second := 0.0, 0.0
+	if len(rankedList) > 0 {
+		top = rankedList[0].score
+	}
+	if len(rankedList) > 1 {
+		second = rankedList[1].score
+	}
+	significant := len(anomalous) >= 2 || maxBad >= strongZ || top >= absoluteScore
+
+	d := Diagnosis{
 		Candidates:    []Candidate{},
 		Evidence:      []Evidence{},
 		CausalChain:   []string{},
-		Actions:       []Action{},
 		SimilarCases:  []SimilarCase{},
-		EngineVersion: "casebook-rules/" + BuildVersion,
+		EngineVersion: EngineVersion(),
 	}
+	switch {
+	case !significant:
+		d.RootCause = m.CauseNone
+		d.Confidence = noneConfidence(top, maxBad)
+		d.Candidates = append(d.Candidates, Candidate{RootCause: m.CauseNone, Score: round3(1 - top), Source: SourceBaseline})
+	case top >= e.minScore:
+		w := rankedList[0]
+		d.RootCause = w.finding.RootCause
+		d.Confidence = calibrate(top, second)
+		d.Evidence = append(d.Evidence, w.finding.Evidence...)
+		d.CausalChain = chain(d.RootCause, base, isAnom)
+	default:
+		d.RootCause = m.CauseUnknown
+		d.Confidence = unknownConfidence(top)
+		d.Candidates = append(d.Candidates, Candidate{RootCause: m.CauseUnknown, Score: round3(1 - top), Source: SourceBaseline})
+		for _, id := range anomalous {
+			d.CausalChain = append(d.CausalChain, id)
+		}
+	}
+	for _, r := range rankedList {
+		if len(d.Candidates) >= e.maxCandidates {
+			break
+		}
+		d.Candidates = append(d.Candidates, Candidate{RootCause: r.finding.RootCause, Score: round3(r.score), Source: SourceRule})
+	}
+	d.Evidence = appendAnomalies(d.Evidence, s, base, anomalous)
+	d.Title = causeTitle(d.RootCause)
+	d.Severity = severity(in, d.RootCause)
+	d.Actions = actionsFor(d.RootCause)
+	for _, mt := range m.Catalog {
+		if missingSet[mt.ID] {
+			d.Missing = append(d.Missing, mt.ID)
+		}
+	}
+	return d
 }
 
-// Deviations returns the deviation of every catalog id present in
-// s.Current from its history.
-func Deviations(s metrics.Snapshot) map[string]Deviation {
-	return map[string]Deviation{}
+// safeEvaluate runs a rule and turns a panic in a custom rule into an empty
+// finding, so one bad rule cannot take the engine down.
+func safeEvaluate(r Rule, in Input) (f Finding) {
+	defer func() {
+		if recover() != nil {
+			f = Finding{RootCause: r.ID()}
+		}
+	}()
+	f = r.Evaluate(in)
+	if math.IsNaN(f.Score) || math.IsInf(f.Score, 0) {
+		f.Score = 0
+	}
+	return f
+}
+
+// maxEvidence bounds the evidence list.
+const maxEvidence = 10
+
+// appendAnomalies adds the anomalous metrics the rule did not already cite,
+// strongest first, up to maxEvidence entries.
+func appendAnomalies(ev []Evidence, s m.Snapshot, base map[string]Deviation, anomalous []string) []Evidence {
+	have := map[string]bool{}
+	for _, e := range ev {
+		have[e.Metric] = true
+	}
+	rest := make([]string, 0, len(anomalous))
+	for _, id := range anomalous {
+		if !have[id] {
+			rest = append(rest, id)
+		}
+	}
+	sort.SliceStable(rest, func(i, j int) bool {
+		return badZ(rest[i], base[rest[i]]) > badZ(rest[j], base[rest[j]])
+	})
+	for _, id := range rest {
+		if len(ev) >= maxEvidence {
+			break
+		}
+		x, _ := s.Current.Get(id)
+		dv := base[id]
+		ev = append(ev, Evidence{Metric: id, Value: x, BaselineMean: dv.Mean, Z: round3(dv.Z), Text: evidenceText(id, x, dv, "")})
+	}
+	for i := range ev {
+		ev[i].Z = round3(ev[i].Z)
+		ev[i].BaselineMean = roundSig(ev[i].BaselineMean)
+	}
+	return ev
+}
+
+// Calibration. The confidence of a named cause is a fixed mapping of two
+// things the ranking produces, not a fit to any corpus:
+//
+//   - strength: the winning score s1, ramped from 0.3 (barely named) to 0.8
+//     (every signal of the signature present);
+//   - margin: (s1 - s2) / s1, how clearly it beats the runner-up s2.
+//
+// confidence = 0.3 + 0.65 * strength * (0.4 + 0.6 * margin)
+//
+// so a strong, unopposed match reads 0.95, a strong match tied with another
+// cause about 0.56 (a coin toss between two causes plus a little), and a
+// weak match about 0.3, the accuracy one expects from guessing among a few
+// plausible causes. `casebook eval` prints the resulting calibration table.
+func calibrate(s1, s2 float64) float64 {
+	if s1 <= 0 {
+		return 0
+	}
+	strength := ramp(s1, 0.3, 0.8)
+	margin := math.Max(0, (s1-s2)/s1)
+	return round3(0.3 + 0.65*strength*(0.4+0.6*margin))
+}
+
+// noneConfidence: nothing crossed the bar. Confidence falls as the largest
+// bad-direction z approaches the bar and as the best rule score rises.
+func noneConfidence(top, maxBad float64) float64 {
+	c := 0.95 - 0.25*ramp(maxBad, 2, strongZ) - 0.5*top
+	return round3(math.Max(0.3, math.Min(0.95, c)))
+}
+
+// unknownConfidence: anomalous, no pattern. The weaker the best rule, the
+// surer we are that none of them applies.
+func unknownConfidence(top float64) float64 {
+	return round3(0.6 - top)
+}
+
+// severity grades user-facing impact: errors and latency multiples against
+// the baseline, and lost throughput. Critical: 5% of requests failing, a
+// latency at 3x its baseline or half the throughput gone. Warning: 1%
+// failing, +20% latency or -10% throughput. Info otherwise (waste, not
+// pain).
+func severity(in Input, cause string) Severity {
+	if cause == m.CauseNone {
+		return SeverityInfo
+	}
+	cur := in.Snapshot.Current
+	errRate, _ := cur.Get(m.ErrorRate)
+	lat := 1.0
+	for _, id := range []string{m.GatewayE2E, m.E2E, m.E2EP99, m.TTFT, m.TTFTP99, m.TPOT, m.TPOTP99} {
+		x, ok := cur.Get(id)
+		d, dok := in.Baseline[id]
+		if ok && dok && d.Mean > 0 && d.Z > AnomalyZ {
+			lat = math.Max(lat, x/d.Mean)
+		}
+	}
+	thrLoss := 0.0
+	if x, ok := cur.Get(m.ThroughputRPS); ok {
+		if d, ok := in.Baseline[m.ThroughputRPS]; ok && d.Mean > 0 && d.Z < -AnomalyZ {
+			thrLoss = 1 - x/d.Mean
+		}
+	}
+	switch {
+	case errRate >= 0.05 || lat >= 3 || thrLoss >= 0.5:
+		return SeverityCritical
+	case errRate >= 0.01 || lat >= 1.2 || thrLoss >= 0.1:
+		return SeverityWarning
+	}
+	return SeverityInfo
+}
+
+// roundSig rounds to six significant digits: baselines are estimates, and
+// their last bits are noise.
+func roundSig(x float64) float64 {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	p := math.Pow(10, 5-math.Floor(math.Log10(math.Abs(x))))
+	return math.Round(x*p) / p
+}
+
+// round3 rounds to three decimals so output stays stable and readable.
+func round3(x float64) float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return 0
+	}
+	return math.Round(x*1000) / 1000
 }

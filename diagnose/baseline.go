@@ -1,0 +1,208 @@
+package diagnose
+
+import (
+	"math"
+	"sort"
+
+	"github.com/casebook/casebook/metrics"
+)
+
+// Baseline tuning. A z-score beyond AnomalyZ in a metric's bad direction is
+// an anomaly. History shorter than minHistory gives no z at all: with two
+// points there is no honest estimate of spread.
+const (
+	AnomalyZ   = 3.0
+	minHistory = 3
+	// robustBelow is the history length under which the median and MAD are
+	// used instead of the mean and standard deviation.
+	robustBelow = 12
+	// outlierRatio: when the standard deviation exceeds the MAD-based scale
+	// by this factor, the history holds outliers (a spike, a gap filled with
+	// zeros) and the robust estimate is used.
+	outlierRatio = 1.6
+	// relFloor is the smallest scale relative to the baseline level: a flat
+	// history must not make a 1% wiggle look like a 10-sigma event.
+	relFloor = 0.05
+	// maxZ bounds reported z-scores so JSON stays readable.
+	maxZ = 1000
+)
+
+// absFloor is the smallest scale per metric in the metric's own unit, for
+// baselines near zero where the relative floor vanishes.
+func absFloor(m metrics.Metric) float64 {
+	switch m.ID {
+	case metrics.ErrorRate:
+		return 0.004
+	case metrics.PreemptionRate:
+		return 0.05
+	}
+	switch m.Unit {
+	case "ms":
+		return 2
+	case "req/s":
+		return 0.2
+	case "tok/s":
+		return 5
+	case "count":
+		return 1
+	case "tokens":
+		return 8
+	case "ratio":
+		return 0.02
+	case "MHz":
+		return 15
+	case "W":
+		return 5
+	case "C":
+		return 1.5
+	case "1/s":
+		return 0.05
+	}
+	return 1e-6
+}
+
+// stats is the location and scale of one history.
+type stats struct {
+	n           int
+	center      float64 // mean, or median when robust
+	scale       float64 // std, or 1.4826 * MAD when robust, floored
+	robust, ok  bool
+	mean, stdev float64
+}
+
+// estimate computes a floored location and scale for hist. buf is scratch
+// space of at least len(hist) entries; it is overwritten.
+func estimate(hist []float64, floor float64, buf []float64) stats {
+	st := stats{n: len(hist)}
+	if len(hist) == 0 {
+		return st
+	}
+	var sum float64
+	for _, x := range hist {
+		sum += x
+	}
+	mean := sum / float64(len(hist))
+	var ss float64
+	for _, x := range hist {
+		d := x - mean
+		ss += d * d
+	}
+	std := 0.0
+	if len(hist) > 1 {
+		std = math.Sqrt(ss / float64(len(hist)-1))
+	}
+	st.mean, st.stdev = mean, std
+	st.center, st.scale = mean, std
+	if len(hist) < minHistory {
+		return st
+	}
+	st.ok = true
+	med, mad := medianMAD(hist, buf)
+	robustScale := 1.4826 * mad
+	if len(hist) < robustBelow || std > outlierRatio*math.Max(robustScale, floor) {
+		st.robust = true
+		st.center, st.scale = med, robustScale
+	}
+	f := math.Max(floor, relFloor*math.Abs(st.center))
+	if st.scale < f || math.IsNaN(st.scale) {
+		st.scale = f
+	}
+	return st
+}
+
+func medianMAD(hist, buf []float64) (float64, float64) {
+	b := append(buf[:0], hist...)
+	sort.Float64s(b)
+	med := middle(b)
+	for i, x := range b {
+		b[i] = math.Abs(x - med)
+	}
+	sort.Float64s(b)
+	return med, middle(b)
+}
+
+func middle(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// deviation scores the current value x against st for a metric that goes
+// bad in direction bad.
+func deviation(x float64, st stats, bad metrics.Direction) Deviation {
+	d := Deviation{Mean: st.center, Std: st.scale}
+	if st.n == 0 {
+		d.Mean = x
+	}
+	if !st.ok || st.scale <= 0 {
+		return d
+	}
+	z := (x - st.center) / st.scale
+	if math.IsNaN(z) {
+		z = 0
+	}
+	d.Z = math.Max(-maxZ, math.Min(maxZ, z))
+	switch bad {
+	case metrics.Up:
+		d.Anomalous = d.Z > AnomalyZ
+	case metrics.Down:
+		d.Anomalous = d.Z < -AnomalyZ
+	default:
+		d.Anomalous = math.Abs(d.Z) > AnomalyZ
+	}
+	return d
+}
+
+// Deviations returns the deviation of every catalog id present in s.Current
+// from its history. The baseline is the mean and standard deviation of the
+// history, or its median and MAD when the history is short or holds
+// outliers; the scale never drops below a per-metric floor. Ids with fewer
+// than three history points get their mean but a zero z and are never
+// anomalous.
+func Deviations(s metrics.Snapshot) map[string]Deviation {
+	out := make(map[string]Deviation, len(s.Current))
+	hist := make([]float64, 0, len(s.History))
+	buf := make([]float64, len(s.History))
+	for _, m := range metrics.Catalog {
+		x, ok := s.Current.Get(m.ID)
+		if !ok {
+			continue
+		}
+		hist = hist[:0]
+		for _, p := range s.History {
+			if v, ok := p.Values.Get(m.ID); ok {
+				hist = append(hist, v)
+			}
+		}
+		out[m.ID] = deviation(x, estimate(hist, absFloor(m), buf), m.Bad)
+	}
+	return out
+}
+
+// derived is a quantity computed from two catalog metrics at every instant
+// (a gap, a share, a ratio), scored against its own history like a metric.
+type derived struct {
+	value float64
+	dev   Deviation
+	ok    bool
+}
+
+// deriveDeviation evaluates f on the current values and on every history
+// point where it is defined, and scores the current value against that
+// derived history. floor is the smallest scale; bad the bad direction.
+func deriveDeviation(s metrics.Snapshot, f func(metrics.Values) (float64, bool), floor float64, bad metrics.Direction) derived {
+	x, ok := f(s.Current)
+	if !ok || math.IsNaN(x) || math.IsInf(x, 0) {
+		return derived{}
+	}
+	hist := make([]float64, 0, len(s.History))
+	for _, p := range s.History {
+		if v, ok := f(p.Values); ok && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			hist = append(hist, v)
+		}
+	}
+	buf := make([]float64, len(hist))
+	return derived{value: x, dev: deviation(x, estimate(hist, floor, buf), bad), ok: true}
+}

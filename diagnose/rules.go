@@ -1,0 +1,344 @@
+package diagnose
+
+import (
+	"math"
+
+	m "github.com/casebook/casebook/metrics"
+)
+
+// Rules returns the built-in rule table: one rule per root cause of the
+// taxonomy except unknown and none, which the engine decides itself.
+//
+// Every score is a weighted sum of signal strengths in 0-1 (weights add up
+// to 1), opened by a gate: the signature's defining signal. Signals mix
+// absolute physics (knees, ratios, shares) with deviation from the scope's
+// own baseline, because absolute thresholds do not transfer between models
+// and GPUs. The seed thresholds of the reference rule engine appear as
+// weak absolute terms.
+func Rules() []Rule {
+	return []Rule{
+		ruleFunc{m.CauseKVCacheEviction, scoreEviction},
+		ruleFunc{m.CauseQueueBacklog, scoreQueueBacklog},
+		ruleFunc{m.CauseGPUUnderutilized, scoreUnderutilized},
+		ruleFunc{m.CauseSpecDecodeDegradation, scoreSpecDecode},
+		ruleFunc{m.CauseMemoryBandwidthBound, scoreMemoryBandwidth},
+		ruleFunc{m.CauseLongPromptPrefill, scoreLongPrompt},
+		ruleFunc{m.CausePrefixCacheMiss, scorePrefixMiss},
+		ruleFunc{m.CauseGPUThrottling, scoreThrottling},
+		ruleFunc{m.CauseTransportLatency, scoreTransport},
+		ruleFunc{m.CauseEngineErrors, scoreEngineErrors},
+		ruleFunc{m.CauseHostOverhead, scoreHostOverhead},
+	}
+}
+
+// bothDown is the strength of a downward move of a metric whose bad
+// direction is both ways (SM activity, batch size).
+func (r *reader) bothDown(id string) float64 { return ramp(-r.z(id), 2, 6) }
+
+// bothUp is the strength of an upward move of a two-sided metric.
+func (r *reader) bothUp(id string) float64 { return ramp(r.z(id), 2, 6) }
+
+// batchSmall is how clearly the running batch shrank against its baseline.
+func (r *reader) batchSmall() float64 {
+	if !r.has(m.RunningSeqs) {
+		return 0
+	}
+	return maxOf(r.bothDown(m.RunningSeqs), ramp(1-r.rel(m.RunningSeqs), 0.25, 0.6))
+}
+
+// kvFull is how far KV-cache usage is into its saturation knee: past about
+// 90% of the blocks, every new sequence forces a preemption.
+func (r *reader) kvFull() (float64, bool) {
+	kv, ok := r.val(m.KVCacheUsage)
+	if !ok {
+		return 0, false
+	}
+	return maxOf(knee(kv, 0.92), r.up(m.KVCacheUsage)*knee(kv, 0.85)), true
+}
+
+// scoreEviction: KV cache at its knee, sequences preempted and recomputed,
+// prefix hits lost, TTFT (recompute) rising more than TPOT.
+func scoreEviction(r *reader) float64 {
+	full, _ := r.kvFull()
+	preempt := r.up(m.PreemptionRate)
+	hitDown := r.down(m.KVCacheHitRate)
+	ttftUp := r.up(m.TTFT)
+	seed := 0.0
+	if hit, ok := r.val(m.KVCacheHitRate); ok && hit < 0.7 {
+		ttft, ok1 := r.val(m.TTFT)
+		tpot, ok2 := r.val(m.TPOT)
+		if ok1 && ok2 && ttft > 3*tpot && (full > 0 || preempt > 0) {
+			seed = 1
+		}
+	}
+	if preempt == 0 && !(full > 0 && (hitDown > 0 || ttftUp > 0)) {
+		return 0
+	}
+	r.noteIf(full, m.KVCacheUsage, remarkKVFull)
+	r.noteIf(preempt, m.PreemptionRate, remarkPreempting)
+	r.noteIf(hitDown, m.KVCacheHitRate, remarkHitsLost)
+	r.noteIf(ttftUp, m.TTFT, "")
+	return 0.35*preempt + 0.3*full + 0.15*hitDown + 0.2*ttftUp + 0.05*seed
+}
+
+// queueShare is the share of engine E2E a request spends waiting.
+func queueShare(v m.Values) (float64, bool) {
+	q, ok1 := v.Get(m.QueueTime)
+	e, ok2 := v.Get(m.E2E)
+	if !ok1 || !ok2 || e <= 0 {
+		return 0, false
+	}
+	return math.Min(q/e, 1), true
+}
+
+// scoreQueueBacklog: arrivals beyond capacity. The queue grows while the
+// GPU sits at its saturation knee and throughput holds at its ceiling
+// instead of falling (a falling throughput means capacity dropped, which
+// is some other cause).
+func scoreQueueBacklog(r *reader) float64 {
+	depth := r.up(m.QueueDepth)
+	if d, ok := r.val(m.QueueDepth); ok && d > 100 {
+		depth = maxOf(depth, 0.6)
+	}
+	qtime := r.up(m.QueueTime)
+	share := 0.0
+	if sh, ok := queueShare(r.in.Snapshot.Current); ok {
+		share = ramp(sh, 0.1, 0.4)
+	}
+	queued := maxOf(depth, qtime)
+	if queued == 0 {
+		return 0
+	}
+	load := maxOf(r.up(m.ArrivalRPS), r.up(m.ThroughputRPS), 0.7*r.bothUp(m.RunningSeqs))
+	if a, ok := r.in.Snapshot.Current.Get(m.ArrivalRPS); ok {
+		if t, ok := r.in.Snapshot.Current.Get(m.ThroughputRPS); ok && t > 0 {
+			load = maxOf(load, ramp(a/t, 1.02, 1.2))
+		}
+	}
+	busy := 0.0
+	if sm, ok := r.val(m.SMUtil); ok {
+		busy = maxOf(knee(sm, 0.85), r.bothUp(m.SMUtil))
+	}
+	held := 0.0
+	if r.has(m.ThroughputRPS) {
+		held = 1 - r.down(m.ThroughputRPS)
+	}
+	r.noteIf(depth, m.QueueDepth, "")
+	r.noteIf(qtime, m.QueueTime, "")
+	r.noteIf(load, m.ArrivalRPS, "")
+	r.noteIf(load, m.ThroughputRPS, remarkAtCeiling)
+	r.noteIf(busy, m.SMUtil, remarkSaturated)
+	// A queue behind idle SMs is not a capacity problem: below the knee the
+	// engine could serve more, so something else holds it back.
+	idle := 0.0
+	if sm, ok := r.in.Snapshot.Current.Get(m.SMUtil); ok && sm < 0.7 {
+		idle = r.bothDown(m.SMUtil)
+	}
+	return (0.35*queued + 0.15*share + 0.25*load + 0.15*busy + 0.1*held) * (1 - 0.5*idle)
+}
+
+// scoreUnderutilized: requests flow but batches are small and the SMs idle.
+func scoreUnderutilized(r *reader) float64 {
+	sm, ok := r.val(m.SMUtil)
+	if !ok {
+		return 0
+	}
+	smLow := maxOf(r.bothDown(m.SMUtil), 0.5*ramp(0.6-sm, 0, 0.2))
+	thr, ok := r.val(m.ThroughputRPS)
+	if !ok || thr <= 0 || smLow == 0 {
+		return 0
+	}
+	flowing := ramp(r.rel(m.ThroughputRPS), 0.3, 0.7)
+	if thr > 10 && sm < 0.6 {
+		flowing = maxOf(flowing, 0.5)
+	}
+	if flowing == 0 {
+		return 0
+	}
+	small := r.batchSmall()
+	// Small batches make each step cheaper, not slower: rising TPOT with a
+	// batch that did not shrink is the host-overhead signature instead.
+	calm := 1 - r.up(m.TPOT)
+	r.note(m.SMUtil, remarkIdle)
+	r.noteIf(small, m.RunningSeqs, remarkSmallBatch)
+	r.note(m.ThroughputRPS, "")
+	return (0.4*smLow + 0.3*small + 0.15*flowing + 0.1*calm + 0.05*r.bothDown(m.TensorActive)) * (1 - 0.5*(1-calm)*(1-small))
+}
+
+// scoreSpecDecode: most draft tokens rejected, so every step pays for a
+// draft and keeps one token; TPOT rises and generated tokens/s fall.
+func scoreSpecDecode(r *reader) float64 {
+	rej, ok := r.val(m.RejectionRate)
+	if !ok {
+		return 0
+	}
+	sig := maxOf(r.up(m.RejectionRate), 0.5*ramp(rej, 0.45, 0.6))
+	if sig == 0 {
+		return 0
+	}
+	tpotUp := r.up(m.TPOT)
+	if t, ok := r.val(m.TPOT); ok && t > 20 && rej > 0.5 {
+		tpotUp = maxOf(tpotUp, 0.3)
+	}
+	genDown := r.down(m.GenerationTPS)
+	r.note(m.RejectionRate, remarkRejected)
+	r.noteIf(tpotUp, m.TPOT, "")
+	r.noteIf(genDown, m.GenerationTPS, "")
+	return 0.6*sig + 0.3*tpotUp + 0.1*genDown
+}
+
+// scoreMemoryBandwidth: decode is bound by HBM bandwidth; DRAM activity at
+// its knee or rising, or the memory clock dropped, and TPOT follows. A
+// falling SM clock points at throttling instead.
+func scoreMemoryBandwidth(r *reader) float64 {
+	dram := 0.0
+	if d, ok := r.val(m.DRAMActive); ok {
+		dram = maxOf(r.up(m.DRAMActive), 0.5*knee(d, 0.9)*ramp(r.z(m.DRAMActive), 0, 2))
+	}
+	clk := r.down(m.MemClock)
+	bw := maxOf(dram, clk)
+	tpotUp := maxOf(r.up(m.TPOT), r.up(m.DecodeTime))
+	if bw == 0 || tpotUp == 0 {
+		return 0
+	}
+	notThrottled := 1 - 0.6*r.down(m.SMClock)
+	r.noteIf(dram, m.DRAMActive, remarkBandwidth)
+	r.noteIf(clk, m.MemClock, "")
+	r.note(m.TPOT, remarkDecodeBound)
+	after := maxOf(r.up(m.QueueTime), r.down(m.ThroughputRPS))
+	return (0.5*bw + 0.35*tpotUp + 0.15*after) * notThrottled
+}
+
+// scoreLongPrompt: prompts got longer; prefill and TTFT grow while the
+// per-token decode cost stays about the same.
+func scoreLongPrompt(r *reader) float64 {
+	pr := r.up(m.MeanPromptTokens)
+	if !r.has(m.MeanPromptTokens) {
+		// Without prompt lengths, prompt tokens/s rising faster than
+		// requests/s is the same signal, weaker.
+		pt, tr := r.rel(m.PromptTPS), r.rel(m.ThroughputRPS)
+		if tr > 0 {
+			pr = 0.6 * ramp(pt/tr, 1.3, 2.5)
+		}
+	}
+	if pr == 0 {
+		return 0
+	}
+	prefill := maxOf(r.up(m.PrefillTime), r.up(m.TTFT))
+	calm := 1 - r.up(m.TPOT)
+	r.note(m.MeanPromptTokens, remarkLongPrompts)
+	r.noteIf(r.up(m.PrefillTime), m.PrefillTime, "")
+	r.noteIf(r.up(m.TTFT), m.TTFT, "")
+	r.noteIf(r.up(m.PromptTPS), m.PromptTPS, "")
+	return 0.45*pr + 0.25*prefill + 0.15*r.up(m.PromptTPS) + 0.15*calm
+}
+
+// scorePrefixMiss: prefix hits fell while the KV cache is not full and
+// nothing is preempted, so it is the traffic, not the cache size.
+func scorePrefixMiss(r *reader) float64 {
+	hd := r.down(m.KVCacheHitRate)
+	if hd == 0 {
+		return 0
+	}
+	full, ok := r.kvFull()
+	roomy := 0.5
+	if ok {
+		roomy = 1 - full
+	}
+	calm := roomy * (1 - r.up(m.PreemptionRate))
+	slow := maxOf(r.up(m.TTFT), r.up(m.PrefillTime))
+	r.note(m.KVCacheHitRate, remarkHitsLost)
+	r.noteIf(slow, m.TTFT, "")
+	r.noteIf(r.up(m.PromptTPS), m.PromptTPS, "")
+	r.note(m.KVCacheUsage, remarkKVRoom)
+	return 0.45*hd + 0.2*slow + 0.1*r.up(m.PromptTPS) + 0.25*calm
+}
+
+// scoreThrottling: the SM clock fell below its baseline, with heat or a
+// power limit behind it, and every phase slows.
+func scoreThrottling(r *reader) float64 {
+	clk := r.down(m.SMClock)
+	if clk == 0 {
+		return 0
+	}
+	heat := r.up(m.GPUTemp)
+	if t, ok := r.val(m.GPUTemp); ok {
+		heat = maxOf(heat, ramp(t, 82, 90))
+	}
+	power := 0.7 * ramp(math.Abs(r.z(m.Power)), 2, 6)
+	lat := maxOf(r.up(m.TPOT), r.up(m.PrefillTime), r.up(m.TTFT), r.up(m.E2E))
+	r.note(m.SMClock, remarkClockDown)
+	r.noteIf(heat, m.GPUTemp, remarkHot)
+	r.noteIf(power, m.Power, "")
+	r.noteIf(lat, m.TPOT, "")
+	return 0.5*clk + 0.25*maxOf(heat, power) + 0.25*lat
+}
+
+// gatewayGap is the time a request spends outside the engine.
+func gatewayGap(v m.Values) (float64, bool) {
+	g, ok1 := v.Get(m.GatewayE2E)
+	e, ok2 := v.Get(m.E2E)
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	return g - e, true
+}
+
+// scoreTransport: the gateway sees slower requests while the engine does
+// not: the time is spent in the network, gateway or streaming path.
+func scoreTransport(r *reader) float64 {
+	if !r.has(m.GatewayE2E) || !r.has(m.E2E) {
+		return 0
+	}
+	gap := deriveDeviation(r.in.Snapshot, gatewayGap, 2, m.Up)
+	gapUp := 0.0
+	if gap.ok {
+		gapUp = ramp(gap.dev.Z, 2, 6)
+		if g, _ := r.val(m.GatewayE2E); g > 0 {
+			gapUp = maxOf(gapUp, 0.5*ramp(gap.value/g, 0.2, 0.5)*ramp(gap.dev.Z, 1, 3))
+		}
+	}
+	gwUp := r.up(m.GatewayE2E)
+	engineCalm := 1 - r.up(m.E2E)
+	if gapUp == 0 {
+		return 0
+	}
+	r.note(m.GatewayE2E, remarkOutsideEngine)
+	r.note(m.E2E, remarkEngineCalm)
+	return 0.5*gapUp + 0.25*gwUp + 0.25*engineCalm
+}
+
+// scoreEngineErrors: the engine fails requests (OOM, crashes, aborts).
+func scoreEngineErrors(r *reader) float64 {
+	e, ok := r.val(m.ErrorRate)
+	if !ok {
+		return 0
+	}
+	err := maxOf(r.up(m.ErrorRate), 0.7*ramp(e, 0.02, 0.1))
+	if err == 0 {
+		return 0
+	}
+	r.note(m.ErrorRate, remarkFailing)
+	r.noteIf(r.down(m.ThroughputRPS), m.ThroughputRPS, "")
+	return 0.8*err + 0.2*r.down(m.ThroughputRPS)
+}
+
+// scoreHostOverhead: SMs idle more while latency rises and the batch is not
+// small: the GPU waits on the CPU (tokenizer, scheduler, kernel launches).
+// Healthy clocks rule out throttling.
+func scoreHostOverhead(r *reader) float64 {
+	if !r.has(m.SMUtil) {
+		return 0
+	}
+	smDown := r.bothDown(m.SMUtil)
+	lat := maxOf(r.up(m.TPOT), r.up(m.E2E), r.up(m.DecodeTime))
+	batchOK := 1 - r.batchSmall()
+	if smDown == 0 || lat == 0 || batchOK < 0.3 {
+		return 0
+	}
+	clocksOK := 1 - maxOf(r.down(m.SMClock), r.down(m.MemClock))
+	r.note(m.SMUtil, remarkStarved)
+	r.noteIf(lat, m.TPOT, "")
+	r.note(m.RunningSeqs, remarkBatchFine)
+	return (0.35*smDown + 0.3*lat + 0.25*batchOK + 0.1*r.bothDown(m.TensorActive)) * clocksOK
+}

@@ -1,0 +1,104 @@
+package diagnose
+
+import (
+	"testing"
+
+	m "github.com/casebook/casebook/metrics"
+)
+
+func TestRuleFindings(t *testing.T) {
+	rules := map[string]Rule{}
+	for _, r := range Rules() {
+		rules[r.ID()] = r
+	}
+	tests := []struct {
+		name      string
+		snap      m.Snapshot
+		rule      string
+		wantFire  bool
+		wantCited []string // metrics the evidence must cite
+	}{
+		{"eviction fires on KV storm", synth(1, faults[m.CauseKVCacheEviction]), m.CauseKVCacheEviction, true, []string{m.KVCacheUsage, m.PreemptionRate}},
+		{"eviction silent when healthy", synth(1, nil), m.CauseKVCacheEviction, false, nil},
+		{"eviction silent on prefix miss", synth(2, faults[m.CausePrefixCacheMiss]), m.CauseKVCacheEviction, false, nil},
+		{"queue fires on backlog", synth(3, faults[m.CauseQueueBacklog]), m.CauseQueueBacklog, true, []string{m.QueueDepth, m.QueueTime}},
+		{"queue silent when healthy", synth(3, nil), m.CauseQueueBacklog, false, nil},
+		{"underutilised fires on small batches", synth(4, faults[m.CauseGPUUnderutilized]), m.CauseGPUUnderutilized, true, []string{m.SMUtil, m.RunningSeqs}},
+		{"underutilised silent on backlog", synth(4, faults[m.CauseQueueBacklog]), m.CauseGPUUnderutilized, false, nil},
+		{"spec fires on rejections", synth(5, faults[m.CauseSpecDecodeDegradation]), m.CauseSpecDecodeDegradation, true, []string{m.RejectionRate, m.TPOT}},
+		{"spec silent without rejection rate", synth(5, m.Values{m.TPOT: 30}), m.CauseSpecDecodeDegradation, false, nil},
+		{"bandwidth fires on DRAM saturation", synth(6, faults[m.CauseMemoryBandwidthBound]), m.CauseMemoryBandwidthBound, true, []string{m.DRAMActive, m.TPOT}},
+		{"bandwidth silent when TPOT normal", synth(6, m.Values{m.DRAMActive: 0.95}), m.CauseMemoryBandwidthBound, false, nil},
+		{"long prompt fires on prompt surge", synth(7, faults[m.CauseLongPromptPrefill]), m.CauseLongPromptPrefill, true, []string{m.MeanPromptTokens, m.PrefillTime}},
+		{"prefix miss fires on hit collapse", synth(8, faults[m.CausePrefixCacheMiss]), m.CausePrefixCacheMiss, true, []string{m.KVCacheHitRate}},
+		{"throttling fires on clock drop", synth(9, faults[m.CauseGPUThrottling]), m.CauseGPUThrottling, true, []string{m.SMClock, m.GPUTemp}},
+		{"throttling silent when clocks hold", synth(9, faults[m.CauseMemoryBandwidthBound]), m.CauseGPUThrottling, false, nil},
+		{"transport fires on gateway gap", synth(10, faults[m.CauseTransportLatency]), m.CauseTransportLatency, true, []string{m.GatewayE2E, m.E2E}},
+		{"transport silent when engine explains gateway", synth(10, faults[m.CauseGPUThrottling]), m.CauseTransportLatency, false, nil},
+		{"errors fire on error rate", synth(11, faults[m.CauseEngineErrors]), m.CauseEngineErrors, true, []string{m.ErrorRate}},
+		{"host fires on starved GPU", synth(12, faults[m.CauseHostOverhead]), m.CauseHostOverhead, true, []string{m.SMUtil, m.RunningSeqs}},
+		{"host silent on small batches", synth(12, faults[m.CauseGPUUnderutilized]), m.CauseHostOverhead, false, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, ok := rules[tc.rule]
+			if !ok {
+				t.Fatalf("no rule %q", tc.rule)
+			}
+			f := r.Evaluate(Input{Snapshot: tc.snap, Baseline: Deviations(tc.snap)})
+			if f.RootCause != tc.rule {
+				t.Errorf("finding names %q, want %q", f.RootCause, tc.rule)
+			}
+			fired := f.Score >= 0.3
+			if fired != tc.wantFire {
+				t.Fatalf("score %.3f, want fired=%v", f.Score, tc.wantFire)
+			}
+			cited := map[string]bool{}
+			for _, e := range f.Evidence {
+				cited[e.Metric] = true
+				if e.Text == "" {
+					t.Errorf("evidence for %s has no text", e.Metric)
+				}
+			}
+			for _, id := range tc.wantCited {
+				if !cited[id] {
+					t.Errorf("evidence does not cite %s; got %v", id, f.Evidence)
+				}
+			}
+		})
+	}
+}
+
+// TestEveryCauseHasARule keeps the rule table and the taxonomy in step.
+func TestEveryCauseHasARule(t *testing.T) {
+	have := map[string]bool{}
+	for _, r := range Rules() {
+		have[r.ID()] = true
+		if r.Title() == "" || r.Title() == r.ID() {
+			t.Errorf("rule %s has no title", r.ID())
+		}
+	}
+	for _, id := range m.FaultCauses() {
+		if !have[id] {
+			t.Errorf("cause %s has no rule", id)
+		}
+		if n := len(causeActions[id]); n < 3 || n > 5 {
+			t.Errorf("cause %s has %d actions, want 3-5", id, n)
+		}
+		if _, ok := causeRoots[id]; !ok {
+			t.Errorf("cause %s has no entry in the causal graph", id)
+		}
+	}
+}
+
+func TestEngineNamesEachSyntheticFault(t *testing.T) {
+	e := New(Options{})
+	for cause, fault := range faults {
+		for seed := int64(1); seed <= 5; seed++ {
+			d := e.Diagnose(synth(100+seed, fault))
+			if d.RootCause != cause {
+				t.Errorf("%s (seed %d): diagnosed %s (conf %.2f), candidates %v", cause, seed, d.RootCause, d.Confidence, d.Candidates)
+			}
+		}
+	}
+}
