@@ -1,0 +1,2 @@
+// Package sim is a simulated vLLM inference cluster.
+package sim
