@@ -114,6 +114,9 @@ type Summary struct {
 	Confidence  float64       `json:"confidence"`
 	Verdict     Verdict       `json:"verdict"`              // of the current label
 	TrueCause   string        `json:"true_cause,omitempty"` // of the current label
+	// Cause is the best knowledge of the cause: TrueCause when reviewed,
+	// else RootCause.
+	Cause string `json:"cause"`
 }
 
 // Incident is one archived incident with its evidence.
@@ -229,13 +232,66 @@ func (s *Store) OpenIncident(ctx context.Context, in NewIncident, d DiagnosisRec
 	if err := d.validate(); err != nil {
 		return Incident{}, false, fmt.Errorf("store: open incident: diagnosis: %w", err)
 	}
-	snap, err := packJSON(in.Snapshot)
+	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return Incident{}, false, fmt.Errorf("store: open incident: encode snapshot: %w", err)
+		return Incident{}, false, fmt.Errorf("store: open incident: begin: %w", err)
 	}
-	windows, err := packJSON(in.Windows)
+	defer tx.Rollback()
+	id, diagnosisID, created, err := openIncident(ctx, tx, in, d)
 	if err != nil {
-		return Incident{}, false, fmt.Errorf("store: open incident: encode windows: %w", err)
+		return Incident{}, false, fmt.Errorf("store: open incident: %w", err)
+	}
+	if !created {
+		tx.Rollback()
+		inc, err := s.IncidentByAlert(ctx, in.Alert.Fingerprint, in.Alert.StartsAt)
+		return inc, false, err
+	}
+	if err := tx.Commit(); err != nil {
+		return Incident{}, false, fmt.Errorf("store: open incident: commit: %w", err)
+	}
+	inc := newIncidentValue(id, in, d)
+	inc.DiagnosisID = diagnosisID
+	return inc, true, nil
+}
+
+// newIncidentValue is the stored form of a just-opened incident, built
+// without reading it back.
+func newIncidentValue(id int64, in NewIncident, d DiagnosisRecord) Incident {
+	detail := in.TriggerDetail
+	if len(detail) == 0 {
+		detail = json.RawMessage("{}")
+	}
+	inc := Incident{
+		Summary: Summary{
+			ID: id, Title: in.Title, Scope: in.Scope, Trigger: in.Trigger,
+			OpenedAt: in.OpenedAt.UTC(), Severity: in.Severity,
+			RootCause: d.RootCause, Confidence: d.Confidence, Cause: d.RootCause,
+		},
+		TriggerDetail: detail,
+		WindowStart:   in.WindowStart.UTC(),
+		WindowEnd:     in.WindowEnd.UTC(),
+		Snapshot:      in.Snapshot,
+		Windows:       in.Windows,
+	}
+	if in.Alert != nil {
+		a := *in.Alert
+		a.StartsAt, a.ResolvedAt = a.StartsAt.UTC(), a.ResolvedAt.UTC()
+		inc.Alert = &a
+	}
+	return inc
+}
+
+// openIncident inserts a validated incident, its evidence and its first
+// diagnosis in tx. It returns created false, writing nothing, when the
+// alert is already archived.
+func openIncident(ctx context.Context, tx *sql.Tx, in NewIncident, d DiagnosisRecord) (id, diagnosisID int64, created bool, err error) {
+	snap, err := packJSON(finiteSnapshot(in.Snapshot))
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("encode snapshot: %w", err)
+	}
+	windows, err := packWindows(in.Windows)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("encode windows: %w", err)
 	}
 	detail := string(in.TriggerDetail)
 	if detail == "" {
@@ -253,45 +309,38 @@ func (s *Store) OpenIncident(ctx context.Context, in NewIncident, d DiagnosisRec
 	if d.CreatedAt.IsZero() {
 		d.CreatedAt = in.OpenedAt
 	}
-
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return Incident{}, false, fmt.Errorf("store: open incident: begin: %w", err)
-	}
-	defer tx.Rollback()
 	res, err := tx.ExecContext(ctx, `
 		INSERT INTO incidents (title, model, instance, trigger_kind, trigger_detail,
 			alert_fingerprint, alert_starts_at, alert_state, alert_resolved_at,
-			opened_at, window_start, window_end, severity, snapshot, windows)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			opened_at, window_start, window_end, severity)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (alert_fingerprint, alert_starts_at) DO NOTHING`,
 		in.Title, in.Scope.Model, in.Scope.Instance, string(in.Trigger), detail,
 		fp, startsAt, state, resolvedAt,
-		nanos(in.OpenedAt), nanos(in.WindowStart), nanos(in.WindowEnd), in.Severity, snap, windows)
+		nanos(in.OpenedAt), nanos(in.WindowStart), nanos(in.WindowEnd), in.Severity)
 	if err != nil {
-		return Incident{}, false, fmt.Errorf("store: open incident: insert: %w", err)
+		return 0, 0, false, fmt.Errorf("insert: %w", err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return Incident{}, false, fmt.Errorf("store: open incident: %w", err)
+		return 0, 0, false, err
 	}
 	if n == 0 {
-		tx.Rollback()
-		inc, err := s.IncidentByAlert(ctx, in.Alert.Fingerprint, in.Alert.StartsAt)
-		return inc, false, err
+		return 0, 0, false, nil
 	}
-	id, err := res.LastInsertId()
+	id, err = res.LastInsertId()
 	if err != nil {
-		return Incident{}, false, fmt.Errorf("store: open incident: %w", err)
+		return 0, 0, false, err
 	}
-	if _, err := addDiagnosis(ctx, tx, id, d); err != nil {
-		return Incident{}, false, fmt.Errorf("store: open incident: %w", err)
+	_, err = tx.ExecContext(ctx, `INSERT INTO incident_evidence (incident_id, snapshot, windows) VALUES (?, ?, ?)`, id, snap, windows)
+	if err != nil {
+		return 0, 0, false, fmt.Errorf("insert evidence: %w", err)
 	}
-	if err := tx.Commit(); err != nil {
-		return Incident{}, false, fmt.Errorf("store: open incident: commit: %w", err)
+	diag, err := addDiagnosis(ctx, tx, id, d)
+	if err != nil {
+		return 0, 0, false, err
 	}
-	inc, err := s.Incident(ctx, id)
-	return inc, true, err
+	return id, diag.ID, true, nil
 }
 
 // AddDiagnosis appends a diagnosis to an incident and makes it the current
@@ -333,8 +382,9 @@ func addDiagnosis(ctx context.Context, tx *sql.Tx, incidentID int64, d Diagnosis
 	if err != nil {
 		return Diagnosis{}, err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE incidents SET diagnosis_id = ?, root_cause = ?, confidence = ? WHERE id = ?`,
-		id, d.RootCause, d.Confidence, incidentID)
+	_, err = tx.ExecContext(ctx, `UPDATE incidents SET diagnosis_id = ?, root_cause = ?, confidence = ?,
+		cause = CASE WHEN verdict = '' THEN ? ELSE cause END WHERE id = ?`,
+		id, d.RootCause, d.Confidence, d.RootCause, incidentID)
 	if err != nil {
 		return Diagnosis{}, fmt.Errorf("update current diagnosis: %w", err)
 	}
@@ -344,7 +394,7 @@ func addDiagnosis(ctx context.Context, tx *sql.Tx, incidentID int64, d Diagnosis
 
 const summaryColumns = `i.id, i.title, i.model, i.instance, i.trigger_kind,
 	i.alert_fingerprint, i.alert_starts_at, i.alert_state, i.alert_resolved_at,
-	i.opened_at, i.severity, i.diagnosis_id, i.root_cause, i.confidence, i.verdict, i.true_cause`
+	i.opened_at, i.severity, i.diagnosis_id, i.root_cause, i.confidence, i.verdict, i.true_cause, i.cause`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -361,7 +411,7 @@ func scanSummary(sc scanner, extra ...any) (Summary, error) {
 	)
 	dest := append([]any{&s.ID, &s.Title, &s.Scope.Model, &s.Scope.Instance, &trig,
 		&fp, &starts, &state, &resolved,
-		&opened, &s.Severity, &diagnosis, &s.RootCause, &s.Confidence, &verdict, &s.TrueCause}, extra...)
+		&opened, &s.Severity, &diagnosis, &s.RootCause, &s.Confidence, &verdict, &s.TrueCause, &s.Cause}, extra...)
 	if err := sc.Scan(dest...); err != nil {
 		return Summary{}, err
 	}
@@ -382,8 +432,8 @@ func getIncident(ctx context.Context, q querier, where string, args ...any) (Inc
 		wstart, wend  int64
 		snap, windows []byte
 	)
-	row := q.QueryRowContext(ctx, `SELECT `+summaryColumns+`, i.trigger_detail, i.window_start, i.window_end, i.snapshot, i.windows
-		FROM incidents i WHERE `+where, args...)
+	row := q.QueryRowContext(ctx, `SELECT `+summaryColumns+`, i.trigger_detail, i.window_start, i.window_end, e.snapshot, e.windows
+		FROM incidents i JOIN incident_evidence e ON e.incident_id = i.id WHERE `+where, args...)
 	sum, err := scanSummary(row, &detail, &wstart, &wend, &snap, &windows)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Incident{}, ErrNotFound
@@ -397,7 +447,7 @@ func getIncident(ctx context.Context, q querier, where string, args ...any) (Inc
 	if err := unpackJSON(snap, &inc.Snapshot); err != nil {
 		return Incident{}, fmt.Errorf("snapshot: %w", err)
 	}
-	if err := unpackJSON(windows, &inc.Windows); err != nil {
+	if inc.Windows, err = unpackWindows(windows); err != nil {
 		return Incident{}, fmt.Errorf("windows: %w", err)
 	}
 	return inc, nil

@@ -139,8 +139,8 @@ func (s *Store) AddLabel(ctx context.Context, l NewLabel) (Label, error) {
 	if err != nil {
 		return Label{}, fmt.Errorf("store: label incident %d: %w", l.IncidentID, err)
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE incidents SET label_id = ?, verdict = ?, true_cause = ? WHERE id = ?`,
-		id, string(l.Verdict), l.TrueCause, l.IncidentID)
+	_, err = tx.ExecContext(ctx, `UPDATE incidents SET label_id = ?, verdict = ?, true_cause = ?, cause = ? WHERE id = ?`,
+		id, string(l.Verdict), l.TrueCause, l.TrueCause, l.IncidentID)
 	if err != nil {
 		return Label{}, fmt.Errorf("store: label incident %d: update current label: %w", l.IncidentID, err)
 	}

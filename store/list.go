@@ -65,15 +65,19 @@ const (
 type ListFilter struct {
 	Model    string
 	Instance string
-	// Cause matches incidents whose current diagnosis or current true cause
-	// is this id.
+	// Cause matches incidents whose cause is this id: the true cause of
+	// the current label when reviewed, else the current diagnosis's.
 	Cause    string
 	Severity string
 	Verdict  VerdictFilter
 	From, To time.Time // opened in [From, To)
 	// Query is full-text search over titles, notes and diagnosis evidence.
 	// Words are matched as prefixes and all must occur; FTS5 operators in
-	// it are treated as plain text.
+	// it are treated as plain text. Search results come newest-archived
+	// first (by id, which follows opening order for incidents archived as
+	// they open), and only the cursor's ID positions the next page: that
+	// order lets the full-text index stop after one page even when a word
+	// occurs in every incident.
 	Query string
 	After Cursor // start after this position; zero is the first page
 	Limit int    // default DefaultPageSize, at most MaxPageSize
@@ -121,7 +125,7 @@ func (s *Store) List(ctx context.Context, f ListFilter) (ListPage, error) {
 		add(`i.instance = ?`, f.Instance)
 	}
 	if f.Cause != "" {
-		add(`(i.root_cause = ? OR i.true_cause = ?)`, f.Cause, f.Cause)
+		add(`i.cause = ?`, f.Cause)
 	}
 	if f.Severity != "" {
 		add(`i.severity = ?`, f.Severity)
@@ -141,21 +145,32 @@ func (s *Store) List(ctx context.Context, f ListFilter) (ListPage, error) {
 	if !f.To.IsZero() {
 		add(`i.opened_at < ?`, nanos(f.To))
 	}
-	if !f.After.IsZero() {
-		add(`(i.opened_at, i.id) < (?, ?)`, nanos(f.After.OpenedAt), f.After.ID)
-	}
-	if strings.TrimSpace(f.Query) != "" {
+	var query string
+	if strings.TrimSpace(f.Query) == "" {
+		if !f.After.IsZero() {
+			add(`(i.opened_at, i.id) < (?, ?)`, nanos(f.After.OpenedAt), f.After.ID)
+		}
+		query = `SELECT ` + summaryColumns + ` FROM incidents i`
+		if len(where) > 0 {
+			query += ` WHERE ` + strings.Join(where, ` AND `)
+		}
+		query += ` ORDER BY i.opened_at DESC, i.id DESC LIMIT ?`
+	} else {
 		q := ftsQuery(f.Query)
 		if q == "" {
 			return ListPage{}, nil // only punctuation: nothing can match
 		}
-		add(`i.id IN (SELECT incident_id FROM search WHERE search MATCH ?)`, q)
+		if !f.After.IsZero() {
+			add(`search.rowid < ?`, f.After.ID)
+		}
+		query = `SELECT ` + summaryColumns + ` FROM search JOIN incidents i ON i.id = search.rowid
+			WHERE search MATCH ?`
+		args = append([]any{q}, args...)
+		if len(where) > 0 {
+			query += ` AND ` + strings.Join(where, ` AND `)
+		}
+		query += ` ORDER BY search.rowid DESC LIMIT ?`
 	}
-	query := `SELECT ` + summaryColumns + ` FROM incidents i`
-	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, ` AND `)
-	}
-	query += ` ORDER BY i.opened_at DESC, i.id DESC LIMIT ?`
 	args = append(args, limit+1)
 
 	rows, err := s.r.QueryContext(ctx, query, args...)

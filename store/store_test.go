@@ -358,12 +358,12 @@ func TestSearchFindsNote(t *testing.T) {
 		want  []int64
 	}{
 		{"tokenizer", []int64{b.ID}},
-		{"tokeni", []int64{b.ID}},                 // prefix
-		{"TTFT spike", []int64{a.ID}},             // title, all words
-		{"prefix hit rate", []int64{b.ID, a.ID}},  // evidence text of both diagnoses
-		{"tokenizer spike", nil},                  // all words must occur in one text
-		{`"); DROP TABLE incidents;--`, nil},      // inert
-		{`NEAR(ttft spike) OR body:x*`, nil},      // operators are plain words
+		{"tokeni", []int64{b.ID}},                // prefix
+		{"TTFT spike", []int64{a.ID}},            // title, all words
+		{"prefix hit rate", []int64{b.ID, a.ID}}, // evidence text of both diagnoses
+		{"tokenizer spike", nil},                 // all words must occur in one text
+		{`"); DROP TABLE incidents;--`, nil},     // inert
+		{`NEAR(ttft spike) OR body:x*`, nil},     // operators are plain words
 		{"!!!", nil},
 	}
 	for _, tc := range tests {

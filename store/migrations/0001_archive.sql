@@ -26,8 +26,6 @@ CREATE TABLE incidents (
     window_start      INTEGER NOT NULL,
     window_end        INTEGER NOT NULL,
     severity          TEXT NOT NULL DEFAULT '',
-    snapshot          BLOB NOT NULL,  -- gzip-compressed metrics.Snapshot JSON
-    windows           BLOB NOT NULL,  -- gzip-compressed []metrics.Series JSON
     -- Current state, kept in step with the diagnoses and labels tables in
     -- the same transaction so that list filters need no subqueries.
     diagnosis_id      INTEGER,
@@ -36,12 +34,24 @@ CREATE TABLE incidents (
     label_id          INTEGER,
     verdict           TEXT NOT NULL DEFAULT '' CHECK (verdict IN ('', 'correct', 'wrong')),
     true_cause        TEXT NOT NULL DEFAULT '',
+    -- The incident's cause as far as anyone knows: the current label's true
+    -- cause when reviewed, else the current diagnosis's root cause.
+    cause             TEXT NOT NULL DEFAULT '',
     UNIQUE (alert_fingerprint, alert_starts_at)
 );
 
+-- The evidence blobs live apart from the incident row, so list queries
+-- never walk overflow pages to reach the columns after them.
+CREATE TABLE incident_evidence (
+    incident_id INTEGER PRIMARY KEY REFERENCES incidents (id) ON DELETE CASCADE,
+    snapshot    BLOB NOT NULL,  -- gzip-compressed metrics.Snapshot JSON
+    windows     BLOB NOT NULL   -- gzip-compressed []metrics.Series JSON
+);
+
 CREATE INDEX incidents_opened ON incidents (opened_at);
-CREATE INDEX incidents_model_opened ON incidents (model, instance, opened_at);
-CREATE INDEX incidents_cause_opened ON incidents (root_cause, opened_at);
+CREATE INDEX incidents_model_opened ON incidents (model, opened_at);
+CREATE INDEX incidents_instance_opened ON incidents (model, instance, opened_at);
+CREATE INDEX incidents_cause_opened ON incidents (cause, opened_at);
 CREATE INDEX incidents_true_cause_opened ON incidents (true_cause, opened_at);
 CREATE INDEX incidents_verdict_opened ON incidents (verdict, opened_at);
 CREATE INDEX incidents_severity_opened ON incidents (severity, opened_at);
@@ -96,23 +106,27 @@ CREATE TABLE share_links (
 
 CREATE INDEX share_links_incident ON share_links (incident_id);
 
--- One row per searchable text (title, note, diagnosis evidence); a search
--- returns the distinct incident ids of the matching rows.
+-- One row per incident (rowid = incident id): its title, its notes and the
+-- evidence text of each of its diagnoses, appended as they arrive.
 CREATE VIRTUAL TABLE search USING fts5 (
-    body,
-    incident_id UNINDEXED,
-    kind UNINDEXED,
+    title,
+    notes,
+    evidence,
     tokenize = 'unicode61 remove_diacritics 2'
 );
 
 CREATE TRIGGER incidents_search AFTER INSERT ON incidents BEGIN
-    INSERT INTO search (body, incident_id, kind) VALUES (new.title, new.id, 'title');
+    INSERT INTO search (rowid, title, notes, evidence) VALUES (new.id, new.title, '', '');
+END;
+
+CREATE TRIGGER incidents_search_delete AFTER DELETE ON incidents BEGIN
+    DELETE FROM search WHERE rowid = old.id;
 END;
 
 CREATE TRIGGER notes_search AFTER INSERT ON notes BEGIN
-    INSERT INTO search (body, incident_id, kind) VALUES (new.body, new.incident_id, 'note');
+    UPDATE search SET notes = notes || char(10) || new.body WHERE rowid = new.incident_id;
 END;
 
 CREATE TRIGGER diagnoses_search AFTER INSERT ON diagnoses BEGIN
-    INSERT INTO search (body, incident_id, kind) VALUES (new.evidence_text, new.incident_id, 'evidence');
+    UPDATE search SET evidence = evidence || char(10) || new.evidence_text WHERE rowid = new.incident_id;
 END;
