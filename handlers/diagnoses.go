@@ -1,0 +1,89 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/casebook/casebook/metrics"
+	"github.com/casebook/casebook/views"
+)
+
+// Diagnoses runs the diagnosis engine: "Diagnose now" on a live view and
+// the JSON API.
+type Diagnoses struct{ d *Deps }
+
+// Create captures a snapshot of the scope at the form's "at" time (default
+// now) and diagnoses it. With an IncidentOpener it opens an incident and
+// redirects to it; otherwise it shows the diagnosis.
+func (h *Diagnoses) Create(c echo.Context) error {
+	ctx := c.Request().Context()
+	scope, _, err := resolveScope(ctx, h.d.Telemetry, c)
+	if err != nil {
+		return err
+	}
+	now := h.d.Now().UTC()
+	at := now
+	if raw := c.FormValue("at"); raw != "" {
+		t, err := parseTime(raw)
+		if err != nil {
+			return badParam("at", "%v", err)
+		}
+		if t.After(now) {
+			t = now
+		}
+		at = t
+	}
+	snap, err := h.d.Telemetry.Snapshot(ctx, scope, at)
+	if err != nil {
+		return fmt.Errorf("diagnoses: snapshot of %s at %s: %w", scope, at.Format(time.RFC3339), err)
+	}
+	diag := h.d.Diagnoser.Diagnose(snap)
+	h.d.Diagnoses.Inc()
+	if h.d.Incidents != nil {
+		u, err := h.d.Incidents.OpenIncident(ctx, snap, diag)
+		if err != nil {
+			return fmt.Errorf("diagnoses: open incident for %s: %w", scope, err)
+		}
+		return redirect(c, u)
+	}
+	back := views.ScopePath(scope, views.RangeQuery("", at.Add(-time.Hour), at))
+	vm := views.DiagnosisView{
+		Layout:   h.d.layout("Diagnosis of "+scope.String(), ""),
+		Scope:    scope,
+		At:       snap.At,
+		BackHref: back,
+		Panel:    views.NewDiagnosisPanel(diag),
+	}
+	return render(c, http.StatusOK, views.DiagnosisPage(vm))
+}
+
+// APIError is the JSON body of a rejected API request.
+type APIError struct {
+	Error string `json:"error"`
+}
+
+// API diagnoses one snapshot posted as JSON (the snapshot contract) and
+// answers with one diagnosis. Bad input is a 400 whose error is the
+// decoder's message.
+func (h *Diagnoses) API(c echo.Context) error {
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, metrics.MaxSnapshotBytes+1))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) || errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
+			return c.JSON(http.StatusRequestEntityTooLarge, APIError{"request body is over the size limit"})
+		}
+		return fmt.Errorf("diagnoses: read body: %w", err)
+	}
+	snap, err := metrics.DecodeSnapshot(body)
+	if err != nil {
+		return c.JSON(http.StatusBadRequest, APIError{err.Error()})
+	}
+	diag := h.d.Diagnoser.Diagnose(snap)
+	h.d.Diagnoses.Inc()
+	return c.JSON(http.StatusOK, diag)
+}

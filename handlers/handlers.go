@@ -1,0 +1,140 @@
+package handlers
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/metrics"
+	"github.com/casebook/casebook/views"
+)
+
+// Telemetry is what the console reads metrics through. *telemetry.Telemetry
+// implements it.
+type Telemetry interface {
+	// Scopes lists every model and every model/instance with data, sorted.
+	Scopes(ctx context.Context) ([]metrics.Scope, error)
+	// Range returns one series per id, in order; missing data is an empty
+	// series.
+	Range(ctx context.Context, scope metrics.Scope, ids []string, r metrics.Range) ([]metrics.Series, error)
+	// Snapshot captures the scope at one instant with an hour of history.
+	Snapshot(ctx context.Context, scope metrics.Scope, at time.Time) (metrics.Snapshot, error)
+	// Status reports the health of each metric source.
+	Status() []metrics.SourceStatus
+}
+
+// Diagnoser diagnoses a snapshot. *diagnose.Engine implements it.
+type Diagnoser interface {
+	Diagnose(s metrics.Snapshot) diagnose.Diagnosis
+}
+
+// Fault is a simulated fault as the fault panel shows and injects it.
+type Fault struct {
+	Cause    string // a metrics.FaultCauses() id
+	Scope    metrics.Scope
+	Severity float64       // 0..1
+	Start    time.Time     // zero = now
+	Duration time.Duration // zero = until cleared
+}
+
+// FaultInjector is the demo simulator's fault control. The wiring adapts
+// the simulated cluster to it; without one the fault panel is not offered.
+type FaultInjector interface {
+	Inject(f Fault) (id string, err error)
+	Faults() []Fault
+	ClearFaults()
+}
+
+// IncidentOpener, when present, turns "Diagnose now" into opening an
+// incident: it stores the snapshot and diagnosis and returns the URL of the
+// incident page, which the console redirects to.
+type IncidentOpener interface {
+	OpenIncident(ctx context.Context, s metrics.Snapshot, d diagnose.Diagnosis) (url string, err error)
+}
+
+// Counter counts events; a prometheus.Counter implements it.
+type Counter interface {
+	Inc()
+}
+
+// Deps are the dependencies of every handler. Telemetry and Diagnoser are
+// required; the rest are optional.
+type Deps struct {
+	Telemetry Telemetry
+	Diagnoser Diagnoser
+	Faults    FaultInjector  // nil outside demo mode
+	Incidents IncidentOpener // nil until the archive is wired
+	// Deviations computes per-metric deviations for status colours;
+	// nil means diagnose.Deviations.
+	Deviations func(metrics.Snapshot) map[string]diagnose.Deviation
+	// Diagnoses counts diagnoses made; nil counts nothing.
+	Diagnoses Counter
+	Assets    views.Assets
+	Logger    *slog.Logger
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Handlers groups the resource handlers.
+type Handlers struct {
+	Overview  *Overview
+	Scopes    *Scopes
+	Diagnoses *Diagnoses
+	Faults    *Faults
+	Health    *Health
+	deps      *Deps
+}
+
+// New builds the handlers, filling in the defaults of optional Deps.
+func New(d Deps) *Handlers {
+	if d.Deviations == nil {
+		d.Deviations = diagnose.Deviations
+	}
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	if d.Diagnoses == nil {
+		d.Diagnoses = noCounter{}
+	}
+	dp := &d
+	return &Handlers{
+		Overview:  &Overview{dp},
+		Scopes:    &Scopes{dp},
+		Diagnoses: &Diagnoses{dp},
+		Faults:    &Faults{dp},
+		Health:    &Health{dp},
+		deps:      dp,
+	}
+}
+
+// Layout returns the layout view model for a page, with data-source banners.
+func (h *Handlers) Layout(title, nav string) views.LayoutView {
+	return h.deps.layout(title, nav)
+}
+
+func (d *Deps) layout(title, nav string) views.LayoutView {
+	l := views.LayoutView{Title: title, Nav: nav, Assets: d.Assets, ShowFaults: d.Faults != nil}
+	if d.Telemetry == nil {
+		return l
+	}
+	now := d.Now()
+	for _, s := range d.Telemetry.Status() {
+		if s.OK {
+			continue
+		}
+		msg := "Data source " + s.Name + " is failing"
+		if s.Err != "" {
+			msg += ": " + s.Err
+		}
+		l.Banners = append(l.Banners, views.Banner{Status: views.StatusCritical, Text: msg, Since: s.Since, Now: now})
+	}
+	return l
+}
+
+type noCounter struct{}
+
+func (noCounter) Inc() {}

@@ -1,0 +1,38 @@
+package handlers
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+)
+
+// Health answers liveness and readiness probes.
+type Health struct{ d *Deps }
+
+// Live answers 200 while the process serves requests.
+func (h *Health) Live(c echo.Context) error {
+	return c.String(http.StatusOK, "ok\n")
+}
+
+// Ready answers 200 when at least one metric source answers, and 503 with
+// the failing sources otherwise.
+func (h *Health) Ready(c echo.Context) error {
+	st := h.d.Telemetry.Status()
+	if len(st) == 0 {
+		return c.String(http.StatusServiceUnavailable, "not ready: no metric source is configured\n")
+	}
+	var failing []string
+	ok := false
+	for _, s := range st {
+		if s.OK {
+			ok = true
+			continue
+		}
+		failing = append(failing, s.Name+": "+s.Err)
+	}
+	if !ok {
+		return c.String(http.StatusServiceUnavailable, "not ready: no metric source is reachable\n"+strings.Join(failing, "\n")+"\n")
+	}
+	return c.String(http.StatusOK, "ready\n")
+}

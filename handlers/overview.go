@@ -1,0 +1,159 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/metrics"
+	"github.com/casebook/casebook/views"
+)
+
+// Overview serves the overview of every model and instance.
+type Overview struct{ d *Deps }
+
+// overviewKeys are the few key numbers shown per dimension.
+var overviewKeys = map[metrics.Dimension][]string{
+	metrics.Latency:     {metrics.E2E, metrics.TTFT, metrics.TPOT},
+	metrics.Throughput:  {metrics.ThroughputRPS, metrics.GenerationTPS, metrics.QueueDepth},
+	metrics.Utilization: {metrics.SMUtil, metrics.KVCacheUsage, metrics.DRAMActive},
+	metrics.Quality:     {metrics.KVCacheHitRate, metrics.ErrorRate, metrics.PreemptionRate},
+}
+
+// maxParallelSnapshots bounds concurrent snapshot captures per request.
+const maxParallelSnapshots = 8
+
+// Show renders the overview, worst scope first.
+func (h *Overview) Show(c echo.Context) error {
+	ctx := c.Request().Context()
+	now := h.d.Now()
+	scopes, err := h.d.Telemetry.Scopes(ctx)
+	if err != nil {
+		return fmt.Errorf("overview: list scopes: %w", err)
+	}
+	rows := make([]views.ScopeRow, len(scopes))
+	worst := make([]float64, len(scopes))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, maxParallelSnapshots)
+	for i, s := range scopes {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			rows[i], worst[i] = h.row(ctx, s, now)
+		}()
+	}
+	wg.Wait()
+	idx := make([]int, len(rows))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		ra, rb := rows[idx[a]], rows[idx[b]]
+		if ra.Status != rb.Status {
+			return ra.Status > rb.Status
+		}
+		if worst[idx[a]] != worst[idx[b]] {
+			return worst[idx[a]] > worst[idx[b]]
+		}
+		return ra.Scope.String() < rb.Scope.String()
+	})
+	vm := views.OverviewView{
+		Layout:    h.d.layout("Overview", views.NavOverview),
+		Generated: now,
+		Counts:    map[views.Status]int{},
+	}
+	vm.Layout.Refresh = true
+	for _, i := range idx {
+		vm.Rows = append(vm.Rows, rows[i])
+		vm.Counts[rows[i].Status]++
+	}
+	return render(c, http.StatusOK, views.OverviewPage(vm))
+}
+
+// row captures one scope and classifies it. The second result is the
+// largest anomalous |z|, for ordering.
+func (h *Overview) row(ctx context.Context, s metrics.Scope, now time.Time) (views.ScopeRow, float64) {
+	r := views.ScopeRow{Scope: s, Href: views.ScopePath(s, "")}
+	snap, err := h.d.Telemetry.Snapshot(ctx, s, now)
+	if err != nil {
+		h.d.Logger.WarnContext(ctx, "overview: snapshot failed", "scope", s.String(), "err", err)
+		r.Err = "could not read metrics: " + err.Error()
+		for _, dim := range metrics.Dimensions {
+			r.Dims = append(r.Dims, views.DimCell{Title: views.DimensionTitle(dim)})
+		}
+		return r, 0
+	}
+	dev := h.d.Deviations(snap)
+	type anomaly struct {
+		id string
+		z  float64
+	}
+	var anomalies []anomaly
+	for _, dim := range metrics.Dimensions {
+		cell := views.DimCell{Title: views.DimensionTitle(dim)}
+		for _, m := range metrics.InDimension(dim) {
+			_, present := snap.Current.Get(m.ID)
+			d, ok := dev[m.ID]
+			st := views.StatusOf(d, ok && present)
+			if !present {
+				st = views.StatusNoData
+			}
+			cell.Status = views.Worse(cell.Status, st)
+			if d.Anomalous && present {
+				anomalies = append(anomalies, anomaly{m.ID, d.Z})
+			}
+		}
+		for _, id := range overviewKeys[dim] {
+			cell.Metrics = append(cell.Metrics, metricCell(snap, dev, id))
+		}
+		r.Dims = append(r.Dims, cell)
+		r.Status = views.Worse(r.Status, cell.Status)
+	}
+	sort.Slice(anomalies, func(i, j int) bool { return math.Abs(anomalies[i].z) > math.Abs(anomalies[j].z) })
+	var parts []string
+	for i, a := range anomalies {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("+%d more", len(anomalies)-3))
+			break
+		}
+		parts = append(parts, views.MetricLabel(a.id)+" "+views.FormatZ(a.z))
+	}
+	r.Summary = strings.Join(parts, " · ")
+	top := 0.0
+	if len(anomalies) > 0 {
+		top = math.Abs(anomalies[0].z)
+	}
+	return r, top
+}
+
+func metricCell(snap metrics.Snapshot, dev map[string]diagnose.Deviation, id string) views.MetricCell {
+	mc := views.MetricCell{ID: id, Label: views.MetricLabel(id), Value: "–", Status: views.StatusNoData}
+	values := make([]float64, 0, len(snap.History)+1)
+	for _, p := range snap.History {
+		v, ok := p.Values.Get(id)
+		if !ok {
+			v = math.NaN()
+		}
+		values = append(values, v)
+	}
+	if v, ok := snap.Current.Get(id); ok {
+		values = append(values, v)
+		mc.Value = views.FormatValue(id, v)
+		d, known := dev[id]
+		mc.Status = views.StatusOf(d, known)
+		if known {
+			mc.Z = views.FormatZ(d.Z)
+		}
+	}
+	mc.Spark = views.Sparkline(values)
+	return mc
+}

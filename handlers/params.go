@@ -1,0 +1,172 @@
+package handlers
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/casebook/casebook/metrics"
+	"github.com/casebook/casebook/views"
+)
+
+// ParamError is a bad query, path or form parameter. The error page names
+// the parameter and says why it was rejected.
+type ParamError struct {
+	Param  string // e.g. "range", "from", "model"
+	Reason string
+	Status int // 400 unless set
+}
+
+// Error implements error.
+func (e *ParamError) Error() string {
+	return "parameter " + e.Param + ": " + e.Reason
+}
+
+// Code is the HTTP status the error maps to.
+func (e *ParamError) Code() int {
+	if e.Status == 0 {
+		return http.StatusBadRequest
+	}
+	return e.Status
+}
+
+func badParam(param, format string, args ...any) *ParamError {
+	return &ParamError{Param: param, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Window limits.
+const (
+	DefaultRange = time.Hour
+	MaxWindow    = 31 * 24 * time.Hour
+	MinWindow    = time.Minute
+)
+
+var presets = map[string]time.Duration{
+	"15m": 15 * time.Minute,
+	"1h":  time.Hour,
+	"6h":  6 * time.Hour,
+	"24h": 24 * time.Hour,
+	"7d":  7 * 24 * time.Hour,
+}
+
+// TimeWindow is a parsed time range: a preset relative to now, or an
+// absolute from/to window.
+type TimeWindow struct {
+	Preset string // "" when absolute
+	From   time.Time
+	To     time.Time
+	Step   time.Duration
+}
+
+// Range returns the metrics query range of the window.
+func (w TimeWindow) Range() metrics.Range {
+	return metrics.Range{Start: w.From, End: w.To, Step: w.Step}
+}
+
+// ParseWindow reads ?range= (15m, 1h, 6h, 24h, 7d) or ?from=&to= (RFC 3339
+// or unix seconds) from q. No parameter means the last hour.
+func ParseWindow(q url.Values, now time.Time) (TimeWindow, error) {
+	preset, from, to := q.Get("range"), q.Get("from"), q.Get("to")
+	if preset != "" && (from != "" || to != "") {
+		return TimeWindow{}, badParam("range", "use either range or from/to, not both")
+	}
+	now = now.UTC().Truncate(time.Second)
+	var w TimeWindow
+	switch {
+	case preset != "":
+		d, ok := presets[preset]
+		if !ok {
+			return TimeWindow{}, badParam("range", "%q is not a preset; use one of %s", preset, strings.Join(views.RangePresets, ", "))
+		}
+		w = TimeWindow{Preset: preset, From: now.Add(-d), To: now}
+	case from == "" && to == "":
+		w = TimeWindow{Preset: "1h", From: now.Add(-DefaultRange), To: now}
+	default:
+		w.To = now
+		if to != "" {
+			t, err := parseTime(to)
+			if err != nil {
+				return TimeWindow{}, badParam("to", "%v", err)
+			}
+			w.To = t
+		}
+		w.From = w.To.Add(-DefaultRange)
+		if from != "" {
+			t, err := parseTime(from)
+			if err != nil {
+				return TimeWindow{}, badParam("from", "%v", err)
+			}
+			w.From = t
+		}
+		if !w.From.Before(w.To) {
+			return TimeWindow{}, badParam("from", "must be before to (%s)", w.To.Format(time.RFC3339))
+		}
+	}
+	span := w.To.Sub(w.From)
+	switch {
+	case span > MaxWindow:
+		return TimeWindow{}, badParam("from", "the window is %s long; the longest is 31 days", span.Round(time.Hour))
+	case span < MinWindow:
+		return TimeWindow{}, badParam("from", "the window is %s long; the shortest is one minute", span)
+	}
+	w.Step = StepFor(span)
+	return w, nil
+}
+
+var steps = []time.Duration{
+	15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute,
+	10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour,
+	3 * time.Hour, 6 * time.Hour,
+}
+
+// StepFor picks a resolution that gives at most 360 points over span.
+func StepFor(span time.Duration) time.Duration {
+	for _, s := range steps {
+		if span/s <= 360 {
+			return s
+		}
+	}
+	return steps[len(steps)-1]
+}
+
+// parseTime accepts RFC 3339, a datetime-local value (taken as UTC) or unix
+// seconds.
+func parseTime(s string) (time.Time, error) {
+	if len(s) > 64 {
+		return time.Time{}, fmt.Errorf("%d characters is too long for a time", len(s))
+	}
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		if math.IsNaN(f) || f < 0 || f > 1e11 {
+			return time.Time{}, fmt.Errorf("%q is not a plausible unix time in seconds", s)
+		}
+		sec, frac := math.Modf(f)
+		return time.Unix(int64(sec), int64(frac*1e9)).UTC(), nil
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%q is neither RFC 3339 (2006-01-02T15:04:05Z) nor unix seconds", s)
+}
+
+// checkName validates a model or instance path segment.
+func checkName(param, s string) error {
+	switch {
+	case s == "":
+		return badParam(param, "is empty")
+	case len(s) > metrics.MaxNameLength:
+		return badParam(param, "is longer than %d bytes", metrics.MaxNameLength)
+	case !utf8.ValidString(s):
+		return badParam(param, "is not valid UTF-8")
+	case strings.IndexFunc(s, unicode.IsControl) >= 0:
+		return badParam(param, "contains control characters")
+	}
+	return nil
+}

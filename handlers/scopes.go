@@ -1,0 +1,213 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/casebook/casebook/metrics"
+	"github.com/casebook/casebook/views"
+)
+
+// Scopes serves the live view of one model or instance.
+type Scopes struct{ d *Deps }
+
+// chartDef is one chart of a dimension panel: its metrics share a unit.
+type chartDef struct {
+	id, title, unit string
+	ids             []string
+}
+
+// panelDefs lays out the live view: the four dimensions, each with charts
+// of the metrics that matter most for it.
+var panelDefs = []struct {
+	dim    metrics.Dimension
+	charts []chartDef
+}{
+	{metrics.Latency, []chartDef{
+		{"latency-request", "Request latency", "ms", []string{metrics.GatewayE2E, metrics.E2E, metrics.E2EP99, metrics.TTFT, metrics.QueueTime}},
+		{"latency-token", "Per-token latency", "ms", []string{metrics.TPOT, metrics.TPOTP99}},
+	}},
+	{metrics.Throughput, []chartDef{
+		{"throughput-requests", "Requests", "req/s", []string{metrics.ArrivalRPS, metrics.ThroughputRPS}},
+		{"throughput-tokens", "Tokens", "tok/s", []string{metrics.PromptTPS, metrics.GenerationTPS}},
+		{"throughput-batch", "Batch and queue", "count", []string{metrics.RunningSeqs, metrics.QueueDepth}},
+	}},
+	{metrics.Utilization, []chartDef{
+		{"util-activity", "GPU and KV-cache activity", "ratio", []string{metrics.SMUtil, metrics.TensorActive, metrics.DRAMActive, metrics.KVCacheUsage, metrics.GPUMemUsedFrac}},
+		{"util-clocks", "Clocks", "MHz", []string{metrics.SMClock, metrics.MemClock}},
+	}},
+	{metrics.Quality, []chartDef{
+		{"quality-rates", "Cache, drafts and errors", "ratio", []string{metrics.KVCacheHitRate, metrics.RejectionRate, metrics.ErrorRate}},
+		{"quality-preemptions", "Preemptions", "1/s", []string{metrics.PreemptionRate}},
+	}},
+}
+
+// waterfallIDs are the metrics the latency decomposition reads.
+var waterfallIDs = []string{
+	metrics.GatewayE2E, metrics.E2E, metrics.TTFT, metrics.TPOT, metrics.ThroughputRPS,
+	metrics.GenerationTPS, metrics.QueueTime, metrics.PrefillTime, metrics.DecodeTime,
+}
+
+// resolveScope reads :model and :instance and checks that the scope has
+// data. Unknown names are a 400 that names the parameter.
+func resolveScope(ctx context.Context, t Telemetry, c echo.Context) (metrics.Scope, []metrics.Scope, error) {
+	model, err := url.PathUnescape(c.Param("model"))
+	if err != nil {
+		return metrics.Scope{}, nil, badParam("model", "is not a valid path segment")
+	}
+	s := metrics.Scope{Model: model}
+	if err := checkName("model", s.Model); err != nil {
+		return s, nil, err
+	}
+	if raw := c.Param("instance"); raw != "" {
+		inst, err := url.PathUnescape(raw)
+		if err != nil {
+			return s, nil, badParam("instance", "is not a valid path segment")
+		}
+		s.Instance = inst
+		if err := checkName("instance", s.Instance); err != nil {
+			return s, nil, err
+		}
+	}
+	all, err := t.Scopes(ctx)
+	if err != nil {
+		return s, nil, fmt.Errorf("scopes: list: %w", err)
+	}
+	var modelKnown, scopeKnown bool
+	for _, a := range all {
+		if a.Model == s.Model {
+			modelKnown = true
+			if a.Instance == s.Instance {
+				scopeKnown = true
+			}
+		}
+	}
+	switch {
+	case !modelKnown:
+		return s, nil, badParam("model", "no model named %q has reported metrics", s.Model)
+	case !scopeKnown:
+		return s, nil, badParam("instance", "model %q has no instance named %q", s.Model, s.Instance)
+	}
+	return s, all, nil
+}
+
+// Show renders the live view.
+func (h *Scopes) Show(c echo.Context) error {
+	ctx := c.Request().Context()
+	scope, all, err := resolveScope(ctx, h.d.Telemetry, c)
+	if err != nil {
+		return err
+	}
+	w, err := ParseWindow(c.QueryParams(), h.d.Now())
+	if err != nil {
+		return err
+	}
+	vm, err := h.view(ctx, scope, all, w)
+	if err != nil {
+		return err
+	}
+	if isFragment(c) {
+		return render(c, http.StatusOK, views.ScopeCharts(vm))
+	}
+	return render(c, http.StatusOK, views.ScopePage(vm))
+}
+
+func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Scope, w TimeWindow) (views.ScopeView, error) {
+	query := views.RangeQuery(w.Preset, w.From, w.To)
+	vm := views.ScopeView{
+		Layout:         h.d.layout(scope.String(), ""),
+		Scope:          scope,
+		DiagnoseAction: views.DiagnosePath(scope),
+		Range: views.RangeView{
+			Preset: w.Preset, From: w.From, To: w.To, Step: w.Step,
+			FromInput: w.From.UTC().Format(time.RFC3339),
+			ToInput:   w.To.UTC().Format(time.RFC3339),
+		},
+	}
+	vm.Layout.Refresh = w.Preset != ""
+	for _, p := range views.RangePresets {
+		vm.Range.Presets = append(vm.Range.Presets, views.ScopeLink{Label: p, Href: views.ScopePath(scope, "range="+p)})
+	}
+	if scope.Instance == "" {
+		for _, a := range all {
+			if a.Model == scope.Model && a.Instance != "" {
+				vm.Instances = append(vm.Instances, views.ScopeLink{Label: a.Instance, Href: views.ScopePath(a, query)})
+			}
+		}
+	} else {
+		parent := metrics.Scope{Model: scope.Model}
+		vm.Parent = &views.ScopeLink{Label: scope.Model, Href: views.ScopePath(parent, query)}
+	}
+
+	var ids []string
+	for _, p := range panelDefs {
+		for _, cd := range p.charts {
+			ids = append(ids, cd.ids...)
+		}
+	}
+	ids = append(ids, waterfallIDs...)
+	series, err := h.d.Telemetry.Range(ctx, scope, ids, w.Range())
+	if err != nil {
+		return vm, fmt.Errorf("scopes: range of %s: %w", scope, err)
+	}
+	byID := make(map[string][]metrics.Sample, len(series))
+	for _, s := range series {
+		if _, seen := byID[s.Metric]; !seen {
+			byID[s.Metric] = s.Samples
+		}
+	}
+
+	// Status colours come from the deviations at the end of the window.
+	status := map[string]views.Status{}
+	if snap, err := h.d.Telemetry.Snapshot(ctx, scope, w.To); err != nil {
+		h.d.Logger.WarnContext(ctx, "scopes: snapshot for status failed", "scope", scope.String(), "err", err)
+	} else {
+		dev := h.d.Deviations(snap)
+		for id := range snap.Current {
+			d, ok := dev[id]
+			status[id] = views.StatusOf(d, ok)
+		}
+	}
+	for _, p := range panelDefs {
+		panel := views.DimensionPanel{ID: string(p.dim), Title: views.DimensionTitle(p.dim)}
+		for _, m := range metrics.InDimension(p.dim) {
+			panel.Status = views.Worse(panel.Status, status[m.ID])
+		}
+		for _, cd := range p.charts {
+			spec := views.ChartSpec{ID: cd.id, Title: cd.title, Unit: cd.unit, Start: w.From, End: w.To, Step: w.Step}
+			for _, id := range cd.ids {
+				spec.Series = append(spec.Series, views.ChartSeries{Metric: id, Samples: byID[id]})
+			}
+			panel.Charts = append(panel.Charts, views.NewChart(spec))
+		}
+		vm.Status = views.Worse(vm.Status, panel.Status)
+		vm.Panels = append(vm.Panels, panel)
+	}
+	means := map[string]float64{}
+	for _, id := range waterfallIDs {
+		means[id] = mean(byID[id])
+	}
+	vm.Waterfall = BuildWaterfall(means)
+	return vm, nil
+}
+
+// mean of the finite sample values; NaN when there are none.
+func mean(s []metrics.Sample) float64 {
+	sum, n := 0.0, 0
+	for _, p := range s {
+		if !math.IsNaN(p.V) && !math.IsInf(p.V, 0) {
+			sum += p.V
+			n++
+		}
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return sum / float64(n)
+}

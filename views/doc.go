@@ -1,0 +1,9 @@
+// Package views holds Casebook's templ components and their view models:
+// the layout, the shared status, chart and diagnosis components, and one
+// page per file with its view-model struct beside it.
+//
+// Views only present data that handlers have already fetched; they import
+// metrics and diagnose types and nothing that does I/O. Generated
+// *_templ.go files are committed; run `go tool templ generate` after editing
+// a .templ file.
+package views

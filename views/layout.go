@@ -1,0 +1,70 @@
+package views
+
+import "time"
+
+// Nav entries of the top bar.
+const (
+	NavOverview  = "overview"
+	NavIncidents = "incidents"
+	NavKnowledge = "knowledge"
+	NavAccuracy  = "accuracy"
+	NavFaults    = "faults"
+)
+
+// Assets holds the versioned URLs of the stylesheet and script.
+type Assets struct {
+	CSS string
+	JS  string
+}
+
+// Banner is a page-wide notice, such as a failing data source.
+type Banner struct {
+	Status Status
+	Text   string
+	Since  time.Time // zero when not known
+	Now    time.Time
+}
+
+// LayoutView is the view model of the page frame every page shares.
+type LayoutView struct {
+	Title      string // page title, without the product name
+	Nav        string // the active Nav entry, "" for none
+	Assets     Assets
+	Banners    []Banner
+	ShowFaults bool // show the demo fault panel in the nav
+	// Refresh enables the script's live refresh of elements marked
+	// data-refresh (only meaningful for relative time ranges).
+	Refresh bool
+}
+
+// FullTitle is the document title.
+func (l LayoutView) FullTitle() string {
+	if l.Title == "" {
+		return "Casebook"
+	}
+	return l.Title + " · Casebook"
+}
+
+type navLink struct {
+	Key, Label, Href string
+}
+
+func (l LayoutView) navLinks() []navLink {
+	links := []navLink{
+		{NavOverview, "Overview", "/"},
+		{NavIncidents, "Incidents", "/incidents"},
+		{NavKnowledge, "Knowledge base", "/kb"},
+		{NavAccuracy, "Accuracy", "/accuracy"},
+	}
+	if l.ShowFaults {
+		links = append(links, navLink{NavFaults, "Fault injection", "/faults"})
+	}
+	return links
+}
+
+func (l LayoutView) navClass(key string) string {
+	if key == l.Nav {
+		return "active"
+	}
+	return ""
+}

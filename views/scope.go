@@ -1,0 +1,116 @@
+package views
+
+import (
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/casebook/casebook/metrics"
+)
+
+// Range presets offered by the time-range picker, shortest first.
+var RangePresets = []string{"15m", "1h", "6h", "24h", "7d"}
+
+// ScopeView is the view model of the live view of one model or instance.
+type ScopeView struct {
+	Layout    LayoutView
+	Scope     metrics.Scope
+	Status    Status
+	Instances []ScopeLink // a model's instances; empty on an instance page
+	Parent    *ScopeLink  // the model of an instance page
+	Range     RangeView
+	Panels    []DimensionPanel
+	Waterfall WaterfallView
+	// DiagnoseAction is the URL the "Diagnose now" form posts to.
+	DiagnoseAction string
+}
+
+// ScopeLink links to another scope's live view, keeping the time range.
+type ScopeLink struct {
+	Label string
+	Href  string
+}
+
+// RangeView is the state of the time-range picker.
+type RangeView struct {
+	Preset    string // "" for an absolute from/to window
+	From, To  time.Time
+	Step      time.Duration
+	Presets   []ScopeLink
+	FromInput string // RFC 3339, pre-filled in the custom range form
+	ToInput   string
+}
+
+// Describe says what window is shown.
+func (r RangeView) Describe() string {
+	s := "last " + r.Preset
+	if r.Preset == "" {
+		s = FormatDuration(r.To.Sub(r.From).Round(time.Minute)) + " window"
+	}
+	return s + ", " + FormatDuration(r.Step) + " resolution"
+}
+
+// DimensionPanel is one of the four dimensions on the live view.
+type DimensionPanel struct {
+	ID     string
+	Title  string
+	Status Status
+	Charts []Chart
+}
+
+// ScopePath is the URL of the live view of a scope with the given query
+// (already encoded, without "?").
+func ScopePath(s metrics.Scope, query string) string {
+	p := "/scopes/" + url.PathEscape(s.Model)
+	if s.Instance != "" {
+		p += "/" + url.PathEscape(s.Instance)
+	}
+	if query != "" {
+		p += "?" + query
+	}
+	return p
+}
+
+// DiagnosePath is the URL the "Diagnose now" form of a scope posts to.
+func DiagnosePath(s metrics.Scope) string {
+	return ScopePath(s, "") + "/diagnose"
+}
+
+// RangeQuery encodes a preset or an absolute window as a query string.
+func RangeQuery(preset string, from, to time.Time) string {
+	v := url.Values{}
+	if preset != "" {
+		v.Set("range", preset)
+	} else {
+		v.Set("from", from.UTC().Format(time.RFC3339))
+		v.Set("to", to.UTC().Format(time.RFC3339))
+	}
+	return v.Encode()
+}
+
+// WaterfallView is the latency decomposition of the shown window.
+type WaterfallView struct {
+	Levels []WaterfallLevel
+	Scale  string // what the full bar width stands for
+}
+
+// WaterfallLevel is one level of the decomposition.
+type WaterfallLevel struct {
+	Title string
+	Note  string // how to read it, or what is missing
+	Bars  []WaterfallBar
+}
+
+// WaterfallBar is one segment, placed on a 0-1000 axis.
+type WaterfallBar struct {
+	Label string
+	Value string
+	X, W  float64
+	Class string
+}
+
+// BarY is the y position of bar i in a level's SVG.
+func BarY(i int) string { return strconv.Itoa(i*26 + 2) }
+
+// BarsHeight is the SVG height of a level with n bars.
+func BarsHeight(n int) string { return strconv.Itoa(n*26 + 2) }

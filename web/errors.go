@@ -1,0 +1,81 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/views"
+)
+
+// errorHandler is the single place errors become responses. Bad parameters
+// are 400s naming the parameter; echo errors keep their code; anything else
+// is a 500 that shows only the request id. 5xx are logged at error, 4xx at
+// warn. API routes answer JSON.
+func errorHandler(log *slog.Logger, h *handlers.Handlers) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		req := c.Request()
+		reqID := c.Response().Header().Get(echo.HeaderXRequestID)
+		v := views.ErrorView{Status: http.StatusInternalServerError}
+		var pe *handlers.ParamError
+		var he *echo.HTTPError
+		switch {
+		case errors.As(err, &pe):
+			v.Status, v.Param, v.Message = pe.Code(), pe.Param, pe.Reason
+		case errors.As(err, &he):
+			v.Status = he.Code
+			if v.Status < 500 {
+				v.Message = fmt.Sprint(he.Message)
+			}
+		case errors.Is(err, context.DeadlineExceeded):
+			v.Status = http.StatusServiceUnavailable
+			v.Message = "The request took too long; try a shorter time range."
+		}
+		if v.Status == http.StatusNotFound {
+			v.Message = "There is no page at " + req.URL.Path + "."
+		}
+		v.Title = http.StatusText(v.Status)
+		if v.Status >= 500 {
+			v.RequestID = reqID
+			if v.Message == "" {
+				v.Message = "Something went wrong on our side. The error has been logged."
+			}
+			log.ErrorContext(req.Context(), "request failed", "request_id", reqID, "status", v.Status, "err", err)
+		} else {
+			log.WarnContext(req.Context(), "request rejected", "request_id", reqID, "status", v.Status, "err", err)
+		}
+
+		if req.Method == http.MethodHead {
+			_ = c.NoContent(v.Status)
+			return
+		}
+		if strings.HasPrefix(req.URL.Path, "/api/") {
+			msg := v.Message
+			if v.Param != "" {
+				msg = v.Param + ": " + msg
+			}
+			_ = c.JSON(v.Status, map[string]string{"error": msg, "request_id": reqID})
+			return
+		}
+		v.Layout = h.Layout(v.Title, "")
+		// The request context may already be cancelled by the timeout
+		// middleware; the error page must still render.
+		var buf bytes.Buffer
+		if rerr := views.ErrorPage(v).Render(context.WithoutCancel(req.Context()), &buf); rerr != nil {
+			log.ErrorContext(req.Context(), "render error page", "request_id", reqID, "err", rerr)
+			_ = c.String(v.Status, v.Title)
+			return
+		}
+		_ = c.HTMLBlob(v.Status, buf.Bytes())
+	}
+}

@@ -1,0 +1,91 @@
+package web
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/metrics"
+	"github.com/casebook/casebook/static"
+	"github.com/casebook/casebook/views"
+)
+
+// IncidentRoutes registers the incident archive's routes (incidents,
+// knowledge base, accuracy) on the root group. web.New calls it when set.
+type IncidentRoutes interface {
+	Register(g *echo.Group)
+}
+
+// Options configures the server. Telemetry and Diagnoser are required;
+// everything else has a default.
+type Options struct {
+	Telemetry handlers.Telemetry
+	Diagnoser handlers.Diagnoser
+	// Faults enables the demo fault panel; nil outside demo mode.
+	Faults handlers.FaultInjector
+	// Incidents registers the archive's pages; nil until it is wired.
+	Incidents IncidentRoutes
+	// IncidentOpener makes "Diagnose now" open an incident; nil shows the
+	// diagnosis directly.
+	IncidentOpener handlers.IncidentOpener
+	// Deviations overrides diagnose.Deviations for status colours.
+	Deviations func(metrics.Snapshot) map[string]diagnose.Deviation
+	Logger     *slog.Logger
+	// Registry receives the console's own metrics and is served on
+	// /metrics; nil means a fresh registry.
+	Registry *prometheus.Registry
+	// RequestTimeout bounds each request; 0 means 30s.
+	RequestTimeout time.Duration
+	// BodyLimit bounds request bodies, in echo's notation; "" means "5M".
+	BodyLimit string
+	// Now returns the current time; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is the assembled console: the Echo instance plus the handlers,
+// whose Layout the archive's pages use.
+type Server struct {
+	*echo.Echo
+	Handlers *handlers.Handlers
+}
+
+// New builds the console. It registers every route, the middleware stack
+// and the error handler; the caller starts it with Start or serves it
+// through httptest.
+func New(opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Registry == nil {
+		opts.Registry = prometheus.NewRegistry()
+	}
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = 30 * time.Second
+	}
+	if opts.BodyLimit == "" {
+		opts.BodyLimit = "5M"
+	}
+	om := newObservability(opts.Registry)
+	h := handlers.New(handlers.Deps{
+		Telemetry:  opts.Telemetry,
+		Diagnoser:  opts.Diagnoser,
+		Faults:     opts.Faults,
+		Incidents:  opts.IncidentOpener,
+		Deviations: opts.Deviations,
+		Diagnoses:  om.diagnoses,
+		Assets:     views.Assets{CSS: static.URL("css/casebook.css"), JS: static.URL("js/casebook.js")},
+		Logger:     opts.Logger,
+		Now:        opts.Now,
+	})
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = errorHandler(opts.Logger, h)
+	useMiddleware(e, opts, om)
+	registerRoutes(e, h, opts, om)
+	return &Server{Echo: e, Handlers: h}
+}
