@@ -1,0 +1,115 @@
+package telemetry
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/metrics"
+)
+
+// openDemo opens demo mode with a short back-fill.
+func openDemo(t *testing.T, backfill time.Duration) (*Telemetry, *logCounter) {
+	t.Helper()
+	logs := &logCounter{}
+	tel, err := open(context.Background(), Options{DataDir: t.TempDir(), Demo: true, Logger: slog.New(logs)}, backfill)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tel.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return tel, logs
+}
+
+func TestOpenDemo(t *testing.T) {
+	tel, _ := openDemo(t, 2*time.Hour)
+	ctx := context.Background()
+	if tel.Simulator() == nil {
+		t.Fatal("demo mode has no simulator")
+	}
+	scopes, err := tel.Scopes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := tel.Simulator().Targets()
+	models := map[string]bool{}
+	for _, tg := range targets {
+		models[tg.Model] = true
+	}
+	if len(scopes) != len(targets)+len(models) {
+		t.Fatalf("scopes = %v, want every model and instance of %d targets", scopes, len(targets))
+	}
+	// Back-filled and live samples of a series carry the same labels: after
+	// the first live scrape there is still one series per instance.
+	waitFor(t, func() bool {
+		v := instant(t, tel.querier, `count(count_over_time(vllm:num_requests_running[10s]))`, time.Now())
+		return v == float64(len(targets))
+	})
+	n := instant(t, tel.querier, `count(count_over_time(vllm:num_requests_running[3h]))`, time.Now())
+	if n != float64(len(targets)) {
+		t.Fatalf("%g num_requests_running series over back-fill and live data, want %d (labels differ)", n, len(targets))
+	}
+	for _, s := range tel.Status() {
+		if !s.OK {
+			t.Errorf("source failing: %+v", s)
+		}
+	}
+	// A chart over the back-filled window has a point at every step.
+	end := time.Now()
+	series, err := tel.Range(ctx, metrics.Scope{Model: targets[0].Model}, []string{metrics.RunningSeqs}, metrics.Range{Start: end.Add(-90 * time.Minute), End: end, Step: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(series[0].Samples); got != 18 {
+		t.Fatalf("running seqs over 90 min at 5 min: %d samples, want 18", got)
+	}
+}
+
+// TestDemoCatalog checks every catalog metric's PromQL on the simulator's
+// back-filled history: each evaluates to a finite value within the
+// metric's bounds, for a model and for one instance.
+func TestDemoCatalog(t *testing.T) {
+	tel, _ := openDemo(t, 2*time.Hour)
+	ctx := context.Background()
+	tg := tel.Simulator().Targets()[0]
+	at := time.Now().Add(-10 * time.Minute)
+	for _, scope := range []metrics.Scope{{Model: tg.Model}, {Model: tg.Model, Instance: tg.Instance}} {
+		t.Run(scope.String(), func(t *testing.T) {
+			snap, err := tel.Snapshot(ctx, scope, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range metrics.Catalog {
+				v, ok := snap.Current.Get(m.ID)
+				if !ok {
+					t.Errorf("%s missing (query %s)", m.ID, m.Query(metrics.Selectors{}, time.Minute))
+					continue
+				}
+				if msg := m.Check(v); msg != "" {
+					t.Errorf("%s %s", m.ID, msg)
+				}
+			}
+			if len(snap.History) != historyPoints {
+				t.Errorf("history has %d points, want %d", len(snap.History), historyPoints)
+			}
+			if err := snap.Normalize(); err != nil {
+				t.Fatalf("snapshot breaks the contract: %v", err)
+			}
+		})
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 15 s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
