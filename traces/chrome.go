@@ -1,0 +1,384 @@
+package traces
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// chromeEvent holds the fields of a trace event that Casebook reads; every
+// other field (and every other arg) is skipped by the decoder.
+type chromeEvent struct {
+	Ph   string      `json:"ph"`
+	Cat  string      `json:"cat"`
+	Name string      `json:"name"`
+	Pid  flexID      `json:"pid"`
+	Tid  flexID      `json:"tid"`
+	Ts   json.Number `json:"ts"`
+	Dur  json.Number `json:"dur"`
+	Args *chromeArgs `json:"args"`
+}
+
+type chromeArgs struct {
+	Device flexID `json:"device"`
+	Stream flexID `json:"stream"`
+}
+
+type chromeDevice struct {
+	ID     flexID `json:"id"`
+	Name   string `json:"name"`
+	NumSMs int    `json:"numSms"`
+}
+
+// flexID is a pid, tid, device or stream: a JSON number, or a string such
+// as "stream 7" (older kineto) whose trailing digits are the id. Strings
+// without digits ("Spans") and null leave it unset.
+type flexID struct {
+	v   int64
+	set bool
+}
+
+func (f *flexID) UnmarshalJSON(b []byte) error {
+	*f = flexID{}
+	if len(b) == 0 || string(b) == "null" {
+		return nil
+	}
+	if b[0] == '"' {
+		s, err := strconv.Unquote(string(b))
+		if err != nil {
+			return fmt.Errorf("id %.40s: %w", b, err)
+		}
+		end := len(s)
+		start := end
+		for start > 0 && s[start-1] >= '0' && s[start-1] <= '9' {
+			start--
+		}
+		if start == end || end-start > 18 {
+			return nil
+		}
+		v, err := strconv.ParseInt(s[start:end], 10, 64)
+		if err != nil {
+			return nil
+		}
+		*f = flexID{v: v, set: true}
+		return nil
+	}
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		fv, ferr := strconv.ParseFloat(string(b), 64)
+		if ferr != nil || fv != fv || fv > 1e15 || fv < -1e15 {
+			return fmt.Errorf("id %.40s is not a number or string", b)
+		}
+		v = int64(fv)
+	}
+	*f = flexID{v: v, set: true}
+	return nil
+}
+
+// ParseChrome reads a PyTorch profiler Chrome-trace JSON document (the
+// object form with traceEvents, or a bare array of events) from r, which
+// must already be decompressed. It streams: the traceEvents array is read
+// one event at a time with json.Decoder, unknown top-level values are
+// skipped token by token, and only GPU activities are kept.
+func ParseChrome(ctx context.Context, r io.Reader, opts Options) (*Trace, error) {
+	opts = opts.withDefaults()
+	g := &jsonGuard{r: &limitReader{r: r, left: opts.MaxBytes}, maxString: opts.MaxStringLen, maxDepth: opts.MaxDepth}
+	dec := json.NewDecoder(g)
+	p := &chromeParser{ctx: ctx, dec: dec, opts: opts, b: newBuilder(FormatChrome)}
+	if err := p.parse(); err != nil {
+		return nil, fmt.Errorf("traces: chrome trace: %w", classifyErr(err))
+	}
+	return p.b.finish()
+}
+
+// classifyErr makes every decoder failure an ErrFormat unless it already
+// carries one of the package's sentinels.
+func classifyErr(err error) error {
+	switch {
+	case errors.Is(err, ErrTooLarge), errors.Is(err, ErrLimit), errors.Is(err, ErrFormat),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%w: truncated JSON", ErrFormat)
+	default:
+		return fmt.Errorf("%w: %w", ErrFormat, err)
+	}
+}
+
+type chromeParser struct {
+	ctx  context.Context
+	dec  *json.Decoder
+	opts Options
+	b    *builder
+}
+
+func (p *chromeParser) parse() error {
+	tok, err := p.dec.Token()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w: empty input", ErrFormat)
+		}
+		return err
+	}
+	switch tok {
+	case json.Delim('['):
+		return p.events()
+	case json.Delim('{'):
+	default:
+		return fmt.Errorf("%w: expected a JSON object with traceEvents, got %v", ErrFormat, tok)
+	}
+	sawEvents := false
+	for p.dec.More() {
+		tok, err := p.dec.Token()
+		if err != nil {
+			return err
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return fmt.Errorf("%w: unexpected %v", ErrFormat, tok)
+		}
+		switch key {
+		case "traceEvents":
+			t, err := p.dec.Token()
+			if err != nil {
+				return err
+			}
+			if t != json.Delim('[') {
+				return fmt.Errorf("%w: traceEvents is not an array", ErrFormat)
+			}
+			if err := p.events(); err != nil {
+				return err
+			}
+			sawEvents = true
+		case "deviceProperties":
+			if err := p.devices(); err != nil {
+				return fmt.Errorf("deviceProperties: %w", err)
+			}
+		case "baseTimeNanoseconds":
+			var n json.Number
+			if err := p.dec.Decode(&n); err != nil {
+				return fmt.Errorf("%w: baseTimeNanoseconds: %w", ErrFormat, err)
+			}
+			if v, err := n.Int64(); err == nil && v > 0 {
+				p.b.t.Base = time.Unix(0, v).UTC()
+			}
+		default:
+			if err := skipValue(p.dec); err != nil {
+				return fmt.Errorf("%s: %w", truncate(key, 40), err)
+			}
+		}
+	}
+	if _, err := p.dec.Token(); err != nil { // closing brace
+		return err
+	}
+	if !sawEvents {
+		return fmt.Errorf("%w: no traceEvents array (is this a PyTorch profiler trace?)", ErrFormat)
+	}
+	return nil
+}
+
+// events reads trace events up to the closing bracket of the array.
+func (p *chromeParser) events() error {
+	var ev chromeEvent
+	var args chromeArgs
+	for p.dec.More() {
+		if p.b.t.Events >= p.opts.MaxEvents {
+			return fmt.Errorf("%w: more than %d events", ErrLimit, p.opts.MaxEvents)
+		}
+		if p.b.t.Events&4095 == 0 {
+			if err := p.ctx.Err(); err != nil {
+				return err
+			}
+		}
+		ev = chromeEvent{}
+		args = chromeArgs{}
+		ev.Args = &args
+		if err := p.dec.Decode(&ev); err != nil {
+			return fmt.Errorf("event %d: %w", p.b.t.Events, err)
+		}
+		if err := p.event(&ev); err != nil {
+			return fmt.Errorf("%w: event %d (%s): %w", ErrFormat, p.b.t.Events, truncate(ev.Name, 60), err)
+		}
+		p.b.t.Events++
+	}
+	_, err := p.dec.Token() // closing bracket
+	return err
+}
+
+func (p *chromeParser) event(ev *chromeEvent) error {
+	switch ev.Ph {
+	case "X":
+	case "s":
+		if ev.Cat == "ac2g" {
+			p.b.t.Flows++
+		}
+		return nil
+	default:
+		return nil
+	}
+	var kind Kind
+	switch strings.ToLower(ev.Cat) {
+	case "kernel":
+		kind = KindKernel
+	case "gpu_memcpy", "memcpy":
+		kind = KindMemcpy
+	case "gpu_memset", "memset":
+		kind = KindMemset
+	case "user_annotation":
+		if strings.HasPrefix(ev.Name, "ProfilerStep#") {
+			d, err := micros(ev.Dur)
+			if err != nil {
+				return fmt.Errorf("dur: %w", err)
+			}
+			p.b.t.Steps++
+			p.b.t.StepTime += time.Duration(d)
+		}
+		return nil
+	case "cuda_runtime", "cuda_driver":
+		d, err := micros(ev.Dur)
+		if err != nil {
+			return fmt.Errorf("dur: %w", err)
+		}
+		switch {
+		case strings.HasPrefix(ev.Name, "cudaGraphLaunch"), strings.HasPrefix(ev.Name, "cuGraphLaunch"):
+			p.b.t.GraphLaunches++
+			p.b.t.LaunchTime += time.Duration(d)
+		case strings.HasPrefix(ev.Name, "cudaLaunchKernel"), strings.HasPrefix(ev.Name, "cuLaunchKernel"):
+			p.b.t.KernelLaunches++
+			p.b.t.LaunchTime += time.Duration(d)
+		}
+		return nil
+	default:
+		return nil
+	}
+	ts, err := micros(ev.Ts)
+	if err != nil {
+		return fmt.Errorf("ts: %w", err)
+	}
+	dur, err := micros(ev.Dur)
+	if err != nil {
+		return fmt.Errorf("dur: %w", err)
+	}
+	if dur < 0 {
+		return fmt.Errorf("negative dur")
+	}
+	if ts > maxNanos-dur {
+		return fmt.Errorf("ts out of range")
+	}
+	device, stream := ev.Pid, ev.Tid
+	if ev.Args != nil && ev.Args.Device.set {
+		device = ev.Args.Device
+	}
+	if ev.Args != nil && ev.Args.Stream.set {
+		stream = ev.Args.Stream
+	}
+	if ev.Name == "" {
+		ev.Name = kind.String()
+	}
+	p.b.add(kind, ev.Name, ts, ts+dur, device.v, stream.v)
+	return nil
+}
+
+func (p *chromeParser) devices() error {
+	tok, err := p.dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != json.Delim('[') {
+		return fmt.Errorf("%w: not an array", ErrFormat)
+	}
+	for p.dec.More() {
+		var d chromeDevice
+		if err := p.dec.Decode(&d); err != nil {
+			return fmt.Errorf("%w: %w", ErrFormat, err)
+		}
+		if len(p.b.t.Devices) < 1024 {
+			p.b.t.Devices = append(p.b.t.Devices, Device{ID: int(d.ID.v), Name: d.Name, NumSMs: d.NumSMs})
+		}
+	}
+	_, err = p.dec.Token()
+	return err
+}
+
+// skipValue consumes one JSON value token by token, so that a large
+// unknown value is never buffered whole.
+func skipValue(dec *json.Decoder) error {
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+		if depth == 0 {
+			return nil
+		}
+	}
+}
+
+// maxNanos bounds timestamps so that start+dur never overflows.
+const maxNanos = int64(1) << 62
+
+// micros converts a JSON number of microseconds (kineto writes three
+// decimals) to integer nanoseconds without going through float64, which
+// would lose nanoseconds on absolute epoch timestamps. An absent value is 0.
+func micros(n json.Number) (int64, error) {
+	s := string(n)
+	if s == "" {
+		return 0, nil
+	}
+	neg := false
+	if s[0] == '-' {
+		neg = true
+		s = s[1:]
+	}
+	intPart, frac, _ := strings.Cut(s, ".")
+	if intPart == "" || len(intPart) > 15 || strings.ContainsAny(s, "eE") {
+		f, err := strconv.ParseFloat(string(n), 64)
+		if err != nil || f != f || f > float64(maxNanos)/1000 || f < -float64(maxNanos)/1000 {
+			return 0, fmt.Errorf("%.40q is not a time in microseconds", string(n))
+		}
+		return int64(f * 1000), nil
+	}
+	var v int64
+	for i := 0; i < len(intPart); i++ {
+		c := intPart[i]
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("%.40q is not a number", string(n))
+		}
+		v = v*10 + int64(c-'0')
+	}
+	v *= 1000
+	scale := int64(100)
+	for i := 0; i < len(frac); i++ {
+		c := frac[i]
+		if c < '0' || c > '9' {
+			return 0, fmt.Errorf("%.40q is not a number", string(n))
+		}
+		if scale > 0 {
+			v += int64(c-'0') * scale
+			scale /= 10
+		}
+	}
+	if neg {
+		v = -v
+	}
+	return v, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
