@@ -314,7 +314,7 @@ func scoreEngineErrors(r *reader) float64 {
 	if !ok {
 		return 0
 	}
-	err := maxOf(r.up(m.ErrorRate), 0.7*ramp(e, 0.02, 0.1))
+	err := maxOf(r.up(m.ErrorRate), ramp(e, 0.02, 0.1))
 	if err == 0 {
 		return 0
 	}

@@ -1,0 +1,98 @@
+package diagnose
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	m "github.com/casebook/casebook/metrics"
+)
+
+// snapWith builds a snapshot with one metric's history and current value.
+func snapWith(id string, hist []float64, cur float64) m.Snapshot {
+	s := m.Snapshot{At: testAt, Scope: m.Scope{Model: "x"}, Current: m.Values{id: cur}}
+	for i, x := range hist {
+		s.History = append(s.History, m.Point{At: testAt.Add(time.Duration(i-len(hist)) * time.Minute), Values: m.Values{id: x}})
+	}
+	return s
+}
+
+func repeat(x float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = x
+	}
+	return out
+}
+
+// wobble is a deterministic history alternating around mean by ±amp.
+func wobble(mean, amp float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = mean + amp*math.Sin(float64(i)*1.7)
+	}
+	return out
+}
+
+func TestDeviations(t *testing.T) {
+	spiky := wobble(100, 3, 60)
+	spiky[10], spiky[30] = 5000, 4000 // two outliers must not mask a real rise
+	tests := []struct {
+		name     string
+		snap     m.Snapshot
+		id       string
+		wantAnom bool
+		wantSign int // sign of z; 0 means z must be 0
+	}{
+		{"latency spike is anomalous", snapWith(m.TTFT, wobble(200, 5, 60), 400), m.TTFT, true, 1},
+		{"latency drop is not bad", snapWith(m.TTFT, wobble(200, 5, 60), 100), m.TTFT, false, -1},
+		{"throughput drop is anomalous", snapWith(m.ThroughputRPS, wobble(12, 0.3, 60), 6), m.ThroughputRPS, true, -1},
+		{"throughput rise is not bad", snapWith(m.ThroughputRPS, wobble(12, 0.3, 60), 20), m.ThroughputRPS, false, 1},
+		{"two-sided metric flags a drop", snapWith(m.SMUtil, wobble(0.7, 0.01, 60), 0.3), m.SMUtil, true, -1},
+		{"two-sided metric flags a rise", snapWith(m.SMUtil, wobble(0.5, 0.01, 60), 0.95), m.SMUtil, true, 1},
+		{"flat history: a 2% wiggle is not infinite", snapWith(m.TPOT, repeat(18, 60), 18.4), m.TPOT, false, 1},
+		{"flat history: a real jump still shows", snapWith(m.TPOT, repeat(18, 60), 30), m.TPOT, true, 1},
+		{"flat zero history uses the absolute floor", snapWith(m.PreemptionRate, repeat(0, 60), 0.1), m.PreemptionRate, false, 1},
+		{"outliers in history do not mask a rise", snapWith(m.TTFT, spiky, 160), m.TTFT, true, 1},
+		{"short history falls back to median/MAD", snapWith(m.TTFT, []float64{200, 205, 195, 5000, 198}, 400), m.TTFT, true, 1},
+		{"two points give no z", snapWith(m.TTFT, []float64{200, 210}, 4000), m.TTFT, false, 0},
+		{"no history gives no z", snapWith(m.TTFT, nil, 4000), m.TTFT, false, 0},
+		{"huge values stay finite", snapWith(m.TTFT, wobble(1e300, 1e290, 60), 1.7e308), m.TTFT, true, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d, ok := Deviations(tc.snap)[tc.id]
+			if !ok {
+				t.Fatalf("no deviation for %s", tc.id)
+			}
+			if math.IsNaN(d.Z) || math.IsInf(d.Z, 0) || math.IsNaN(d.Mean) || math.IsNaN(d.Std) {
+				t.Fatalf("non-finite deviation %+v", d)
+			}
+			if d.Anomalous != tc.wantAnom {
+				t.Errorf("anomalous = %v, want %v (%+v)", d.Anomalous, tc.wantAnom, d)
+			}
+			switch {
+			case tc.wantSign == 0 && d.Z != 0:
+				t.Errorf("z = %v, want 0", d.Z)
+			case tc.wantSign > 0 && d.Z <= 0, tc.wantSign < 0 && d.Z >= 0:
+				t.Errorf("z = %v, want sign %d", d.Z, tc.wantSign)
+			}
+		})
+	}
+}
+
+func TestDeviationsSkipsMissingAndUnknown(t *testing.T) {
+	s := synth(1, nil)
+	delete(s.Current, m.ErrorRate)
+	s.Current["not_a_metric"] = 5
+	s.Current[m.TTFT] = math.NaN()
+	dev := Deviations(s)
+	for _, id := range []string{m.ErrorRate, "not_a_metric", m.TTFT} {
+		if _, ok := dev[id]; ok {
+			t.Errorf("deviation reported for %s", id)
+		}
+	}
+	if _, ok := dev[m.TPOT]; !ok {
+		t.Errorf("no deviation for %s", m.TPOT)
+	}
+}

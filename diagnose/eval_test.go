@@ -1,0 +1,88 @@
+package diagnose
+
+import (
+	"math"
+	"testing"
+
+	m "github.com/casebook/casebook/metrics"
+)
+
+func TestEvaluationReport(t *testing.T) {
+	var ev Evaluation
+	diag := func(cause string, conf float64, cands ...string) Diagnosis {
+		d := Diagnosis{RootCause: cause, Confidence: conf}
+		for _, c := range cands {
+			d.Candidates = append(d.Candidates, Candidate{RootCause: c})
+		}
+		return d
+	}
+	ev.Add(m.CauseQueueBacklog, diag(m.CauseQueueBacklog, 0.95, m.CauseQueueBacklog))
+	ev.Add(m.CauseQueueBacklog, diag(m.CauseMemoryBandwidthBound, 0.55, m.CauseMemoryBandwidthBound, m.CauseQueueBacklog))
+	ev.Add(m.CauseNone, diag(m.CauseNone, 0.9))
+	ev.Add(m.CauseGPUThrottling, diag(m.CauseHostOverhead, 0.35, m.CauseHostOverhead, m.CauseMemoryBandwidthBound, m.CauseSpecDecodeDegradation, m.CauseGPUThrottling))
+	r := ev.Report()
+
+	if r.Cases != 4 {
+		t.Fatalf("cases = %d, want 4", r.Cases)
+	}
+	if r.Top1 != 0.5 || r.Top3 != 0.75 {
+		t.Errorf("top1 = %v, top3 = %v; want 0.5, 0.75", r.Top1, r.Top3)
+	}
+	byCause := map[string]CauseScore{}
+	for _, c := range r.Causes {
+		byCause[c.Cause] = c
+	}
+	q := byCause[m.CauseQueueBacklog]
+	if q.Support != 2 || q.Predicted != 1 || q.Correct != 1 || q.Precision != 1 || q.Recall != 0.5 {
+		t.Errorf("queue_backlog score = %+v", q)
+	}
+	if h := byCause[m.CauseHostOverhead]; h.Precision != 0 || h.Predicted != 1 || h.Support != 0 {
+		t.Errorf("host_overhead score = %+v", h)
+	}
+	total := 0
+	for _, row := range r.Confusion {
+		for _, n := range row {
+			total += n
+		}
+	}
+	if total != 4 || len(r.Confusion) != len(r.Labels) {
+		t.Errorf("confusion holds %d cases over %d labels", total, len(r.Labels))
+	}
+	var count int
+	for _, b := range r.Bins {
+		count += b.Count
+		if b.Count > 0 && (b.MeanConfidence < b.Lo || b.MeanConfidence > b.Hi) {
+			t.Errorf("bin %.1f-%.1f has mean confidence %v", b.Lo, b.Hi, b.MeanConfidence)
+		}
+	}
+	if count != 4 {
+		t.Errorf("calibration bins hold %d cases, want 4", count)
+	}
+	// Bins: 0.95 right, 0.9 right, 0.55 wrong, 0.35 wrong.
+	wantECE := (0.05 + 0.1 + 0.55 + 0.35) / 4
+	if math.Abs(r.ECE-wantECE) > 1e-9 {
+		t.Errorf("ECE = %v, want %v", r.ECE, wantECE)
+	}
+}
+
+func TestEvaluationEmpty(t *testing.T) {
+	var ev Evaluation
+	r := ev.Report()
+	if r.Cases != 0 || r.Top1 != 0 || len(r.Confusion) != 0 {
+		t.Errorf("empty report = %+v", r)
+	}
+}
+
+func TestEvaluateSyntheticCorpus(t *testing.T) {
+	var cases []m.Case
+	for cause, f := range faults {
+		cases = append(cases, m.Case{Snapshot: synth(7, f), Label: cause})
+	}
+	r := Evaluate(New(Options{}), cases)
+	if r.Cases != len(faults) {
+		t.Fatalf("cases = %d, want %d", r.Cases, len(faults))
+	}
+	if r.Top1 < 1 {
+		t.Errorf("top-1 = %.2f on the hand-made signatures, want 1", r.Top1)
+	}
+}
