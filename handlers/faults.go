@@ -42,7 +42,7 @@ func (h *Faults) List(c echo.Context) error {
 	}
 	vm := views.FaultsView{Layout: h.d.layout("Fault injection", views.NavFaults), Now: h.d.Now()}
 	for _, id := range metrics.FaultCauses() {
-		vm.Causes = append(vm.Causes, views.CauseOption{ID: id, Title: views.CauseTitle(id)})
+		vm.Causes = append(vm.Causes, views.FaultCauseOption{ID: id, Title: views.CauseTitle(id)})
 	}
 	for _, s := range scopes {
 		vm.Scopes = append(vm.Scopes, s.String())

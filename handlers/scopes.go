@@ -30,7 +30,7 @@ var panelDefs = []struct {
 	charts []chartDef
 }{
 	{metrics.Latency, []chartDef{
-		{"latency-request", "Request latency", "ms", []string{metrics.GatewayE2E, metrics.E2E, metrics.E2EP99, metrics.TTFT, metrics.QueueTime}},
+		{"latency-request", "Request latency", "ms", []string{metrics.GatewayE2E, metrics.E2E, metrics.TTFT, metrics.QueueTime}},
 		{"latency-token", "Per-token latency", "ms", []string{metrics.TPOT, metrics.TPOTP99}},
 	}},
 	{metrics.Throughput, []chartDef{

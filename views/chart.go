@@ -10,14 +10,19 @@ import (
 )
 
 // Chart geometry in SVG user units; the SVG scales to its container.
+//
+// The plot SVG stretches horizontally (preserveAspectRatio="none") and has a
+// fixed CSS height equal to chartH, so its y units are CSS pixels. Text never
+// lives in the stretched SVG: y labels sit in a fixed-width SVG beside it and
+// x labels in an unscaled SVG below it, positioned in percent.
 const (
 	chartW      = 800
-	chartH      = 220
-	chartLeft   = 56
-	chartRight  = 12
-	chartTop    = 10
-	chartBottom = 24
-	maxPoints   = 2 * (chartW - chartLeft - chartRight)
+	chartH      = 170
+	chartLeft   = 0
+	chartRight  = 0
+	chartTop    = 8
+	chartBottom = 2
+	maxPoints   = 2 * chartW
 )
 
 // ChartSeries is one line of a chart.
@@ -57,6 +62,20 @@ type ChartTick struct {
 	T     int64 // unix seconds for x ticks (for local-time relabelling)
 }
 
+// Pct is an x tick's position in percent of the plot width.
+func (t ChartTick) Pct() string { return ftoa(100*t.Pos/chartW) + "%" }
+
+// Anchor keeps the first and last x labels inside the plot.
+func (t ChartTick) Anchor() string {
+	switch {
+	case t.Pos < chartW*0.04:
+		return "start"
+	case t.Pos > chartW*0.96:
+		return "end"
+	}
+	return "middle"
+}
+
 // ChartLine is one laid-out series.
 type ChartLine struct {
 	Name   string
@@ -78,6 +97,7 @@ type Chart struct {
 	Lines          []ChartLine
 	BandD          string
 	MarkerX        float64
+	MarkerPct      string
 	HasMarker      bool
 	Empty          bool
 	UnitLabel      string
@@ -198,6 +218,7 @@ func NewChart(spec ChartSpec) Chart {
 	}
 	if !spec.Marker.IsZero() && !spec.Marker.Before(c.Start) && !spec.Marker.After(c.End) {
 		c.HasMarker, c.MarkerX = true, c.x(spec.Marker)
+		c.MarkerPct = ftoa(100*c.MarkerX/chartW) + "%"
 	}
 	return c
 }

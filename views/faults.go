@@ -5,15 +5,15 @@ import "time"
 // FaultsView is the view model of the demo fault-injection panel.
 type FaultsView struct {
 	Layout LayoutView
-	Causes []CauseOption
+	Causes []FaultCauseOption
 	Scopes []string // "model" or "model/instance"
 	Active []FaultRow
 	Flash  string // the outcome of the last form post
 	Now    time.Time
 }
 
-// CauseOption is one injectable root cause.
-type CauseOption struct {
+// FaultCauseOption is one injectable root cause.
+type FaultCauseOption struct {
 	ID, Title string
 }
 

@@ -21,7 +21,7 @@ var labels = map[string]string{
 	metrics.QueueTime:        "Queue time",
 	metrics.PrefillTime:      "Prefill",
 	metrics.DecodeTime:       "Decode",
-	metrics.ThroughputRPS:    "Finished",
+	metrics.ThroughputRPS:    "Throughput",
 	metrics.ArrivalRPS:       "Arrivals",
 	metrics.PromptTPS:        "Prompt tokens",
 	metrics.GenerationTPS:    "Generated tokens",

@@ -14,9 +14,11 @@
       el.setAttribute("datetime", d.toISOString());
       el.textContent = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + hm(d);
     });
-    root.querySelectorAll("svg.chart-svg").forEach(function (svg) {
+    root.querySelectorAll("figure.chart").forEach(function (fig) {
+      var svg = fig.querySelector("svg.chart-svg");
+      if (!svg) return;
       var span = +svg.dataset.t1 - +svg.dataset.t0;
-      var ticks = svg.querySelectorAll("text.xtick[data-t]");
+      var ticks = fig.querySelectorAll("text.xtick[data-t]");
       var step = ticks.length > 1 ? +ticks[1].getAttribute("data-t") - +ticks[0].getAttribute("data-t") : 0;
       ticks.forEach(function (el) {
         var d = new Date(+el.getAttribute("data-t") * 1000);

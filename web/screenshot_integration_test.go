@@ -1,0 +1,146 @@
+//go:build integration
+
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/handlers/handlerstest"
+	"github.com/casebook/casebook/internal/testenv"
+	"github.com/casebook/casebook/metrics"
+	"github.com/casebook/casebook/web"
+)
+
+// TestScreenshots serves the console with a week of fake data in headless
+// Chromium, saves a PNG of every page at desktop and phone widths under
+// testout/, and checks that no page is blank or overflows horizontally.
+func TestScreenshots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test")
+	}
+	chromium := testenv.ChromiumPath(t)
+	end := handlerstest.DefaultEnd
+	tel := handlerstest.NewTelemetry(handlerstest.Options{
+		Incident: metrics.Scope{Model: "llama-70b", Instance: "llama-70b-1"},
+		Status: []metrics.SourceStatus{
+			{Name: "prometheus http://prom:9090", OK: true, Since: end.Add(-48 * time.Hour)},
+			{Name: "target http://10.0.3.17:8000/metrics (qwen-7b-1)", Err: "dial tcp 10.0.3.17:8000: connect: connection refused", Since: end.Add(-12 * time.Minute)},
+		},
+	})
+	faults := &handlerstest.Faults{}
+	if _, err := faults.Inject(handlers.Fault{Cause: metrics.CauseKVCacheEviction, Scope: metrics.Scope{Model: "llama-70b", Instance: "llama-70b-1"}, Severity: .8, Start: end.Add(-8 * time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(web.New(web.Options{
+		Telemetry:  tel,
+		Diagnoser:  &handlerstest.Diagnoser{Result: handlerstest.EvictionDiagnosis()},
+		Faults:     faults,
+		Deviations: handlerstest.Deviations,
+		Now:        func() time.Time { return end },
+	}))
+	defer srv.Close()
+
+	out := filepath.Join("..", "testout", "screenshots")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Hidden scrollbars make the full-page capture as wide as the layout.
+	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(chromium), chromedp.Env("TZ=Europe/Berlin"), chromedp.Flag("hide-scrollbars", true)}
+	for _, f := range testenv.ChromiumFlags {
+		opts = append(opts, chromedp.Flag(strings.TrimPrefix(f, "--"), true))
+	}
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	bctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+
+	pages := []struct {
+		name  string
+		path  string
+		click string // a button to click first (the diagnosis is a POST)
+		wait  string
+	}{
+		{"overview", "/", "", `[data-testid="scopes"]`},
+		{"model-1h", "/scopes/llama-70b", "", `[data-testid="waterfall"]`},
+		{"instance-6h", "/scopes/llama-70b/llama-70b-1?range=6h", "", `[data-testid="waterfall"]`},
+		{"instance-7d", "/scopes/qwen-7b/qwen-7b-0?range=7d", "", `[data-testid="waterfall"]`},
+		{"diagnosis", "/scopes/llama-70b/llama-70b-1?range=1h", `[data-testid="diagnose-now"]`, `[data-testid="diagnosis"]`},
+		{"faults", "/faults", "", `[data-testid="fault-form"]`},
+		{"error-400", "/scopes/llama-70b?range=3y", "", `[data-testid="error-param"]`},
+		{"error-404", "/no/such/page", "", `[data-testid="error"]`},
+	}
+	for _, width := range []int64{1280, 390} {
+		for _, p := range pages {
+			name := p.name + "-" + itoa(width)
+			t.Run(name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+				defer cancel()
+				steps := []chromedp.Action[chromedp.Void]{
+					chromedp.EmulateViewport(width, 900),
+					chromedp.Navigate(srv.URL + p.path),
+				}
+				if p.click != "" {
+					steps = append(steps, chromedp.WaitVisible(chromedp.CSS(p.click)), chromedp.Click(chromedp.CSS(p.click)))
+				}
+				steps = append(steps, chromedp.WaitVisible(chromedp.CSS(p.wait)))
+				if err := chromedp.Do(ctx, steps...); err != nil {
+					t.Fatalf("%s: %v", p.path, err)
+				}
+				overflow, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > document.documentElement.clientWidth`))
+				if err != nil {
+					t.Fatalf("%s: measure overflow: %v", p.path, err)
+				}
+				shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+				if err != nil {
+					t.Fatalf("%s: screenshot: %v", p.path, err)
+				}
+				file := filepath.Join(out, name+".png")
+				if err := os.WriteFile(file, shot, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if overflow {
+					t.Errorf("%s at %d px overflows horizontally (see %s)", p.path, width, file)
+				}
+				if n := colours(t, shot); n < 8 {
+					t.Errorf("%s at %d px looks blank: %d colours (see %s)", p.path, width, n, file)
+				}
+			})
+		}
+	}
+}
+
+// colours counts distinct colours on a sample grid of the screenshot.
+func colours(t *testing.T, b []byte) int {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("decode screenshot: %v", err)
+	}
+	seen := map[[4]uint32]bool{}
+	r := img.Bounds()
+	for y := r.Min.Y; y < r.Max.Y; y += 7 {
+		for x := r.Min.X; x < r.Max.X; x += 7 {
+			c := img.At(x, y)
+			r, g, b, a := c.RGBA()
+			seen[[4]uint32{r >> 8, g >> 8, b >> 8, a >> 8}] = true
+		}
+	}
+	return len(seen)
+}
+
+func itoa(i int64) string { return strconv.FormatInt(i, 10) }
