@@ -343,7 +343,7 @@ func micros(n json.Number) (int64, error) {
 		s = s[1:]
 	}
 	intPart, frac, _ := strings.Cut(s, ".")
-	if intPart == "" || len(intPart) > 15 || strings.ContainsAny(s, "eE") {
+	if intPart == "" || len(intPart) > 16 || strings.ContainsAny(s, "eE") {
 		f, err := strconv.ParseFloat(string(n), 64)
 		if err != nil || f != f || f > float64(maxNanos)/1000 || f < -float64(maxNanos)/1000 {
 			return 0, fmt.Errorf("%.40q is not a time in microseconds", string(n))
@@ -357,6 +357,9 @@ func micros(n json.Number) (int64, error) {
 			return 0, fmt.Errorf("%.40q is not a number", string(n))
 		}
 		v = v*10 + int64(c-'0')
+	}
+	if v > maxNanos/1000 {
+		return 0, fmt.Errorf("%.40q microseconds is out of range", string(n))
 	}
 	v *= 1000
 	scale := int64(100)
