@@ -1,12 +1,131 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/casebook/casebook/telemetry/sim"
 )
 
-// simulateCmd is wired in a later change.
+// simulateCmd serves the simulated inference cluster for a real Prometheus
+// to scrape, or writes a labelled scenario corpus and exits.
 func simulateCmd(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
-	return errors.New("simulate: not available in this build yet")
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:9100", "address to serve the cluster's /metrics endpoints on")
+	var faults listFlag
+	fs.Var(&faults, "fault", "inject a fault: cause[:model[/instance]][:severity] (repeatable)")
+	seed := fs.Int64("seed", 1, "random seed")
+	models := fs.Int("models", 2, "number of models")
+	instances := fs.Int("instances", 2, "instances (replicas) per model")
+	gpus := fs.Int("gpus", 2, "GPUs per instance (tensor parallel)")
+	scenarios := fs.Int("scenarios", 0, "write this many labelled cases as JSON Lines and exit")
+	out := fs.String("out", "-", "file for --scenarios (- = stdout)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: casebook simulate [flags]\n\nServes a simulated vLLM cluster, or writes a labelled corpus with --scenarios.\nEvery flag can also be set as CASEBOOK_<NAME>.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := parseFlags(fs, args, env, stderr); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: simulate: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	switch {
+	case *models < 1 || *models > 16:
+		return fmt.Errorf("%w: simulate: --models %d is outside 1..16", errUsage, *models)
+	case *instances < 1 || *instances > 16:
+		return fmt.Errorf("%w: simulate: --instances %d is outside 1..16", errUsage, *instances)
+	case *gpus < 1 || *gpus > 8:
+		return fmt.Errorf("%w: simulate: --gpus %d is outside 1..8", errUsage, *gpus)
+	case *scenarios < 0 || *scenarios > 1_000_000:
+		return fmt.Errorf("%w: simulate: --scenarios %d is outside 0..1000000", errUsage, *scenarios)
+	}
+	if *scenarios > 0 {
+		return writeScenarios(*scenarios, *seed, *out, stdout)
+	}
+
+	c := sim.New(sim.Options{Models: *models, InstancesPerModel: *instances, GPUsPerInstance: *gpus, Seed: *seed})
+	var names []string
+	for _, t := range c.Targets() {
+		if len(names) == 0 || names[len(names)-1] != t.Model {
+			names = append(names, t.Model)
+		}
+	}
+	for _, spec := range faults {
+		f, err := sim.ParseFaultSpec(spec, names)
+		if err != nil {
+			return fmt.Errorf("%w: simulate: %v", errUsage, err)
+		}
+		if _, err := c.Inject(f); err != nil {
+			return fmt.Errorf("%w: simulate: fault %q: %v", errUsage, spec, err)
+		}
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("simulate: listen on %s: %w", *listen, err)
+	}
+	base := "http://" + ln.Addr().String()
+	fmt.Fprintf(stdout, "simulated cluster on %s (seed %d)\n", base, *seed)
+	for _, t := range c.Targets() {
+		fmt.Fprintf(stdout, "  %-24s %-14s %s%s  %s%s\n", t.Model, t.Instance, base, t.EnginePath, base, t.GPUPath)
+	}
+	fmt.Fprintf(stdout, "  gateway %s%s\n  targets %s/targets, faults %s/faults\n  Prometheus scrape config: %s/prometheus.yml\n",
+		base, sim.GatewayPath, base, base, base)
+
+	srv := &http.Server{Handler: c.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go c.Run(runCtx, time.Second)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		shutdownCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+		defer stop()
+		if err := srv.Shutdown(shutdownCtx); err != nil {
+			return fmt.Errorf("simulate: shut down: %w", err)
+		}
+		return nil
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return fmt.Errorf("simulate: serve: %w", err)
+	}
+}
+
+func writeScenarios(n int, seed int64, path string, stdout io.Writer) (err error) {
+	w := stdout
+	if path != "-" {
+		f, err := os.Create(path)
+		if err != nil {
+			return fmt.Errorf("simulate: create %s: %w", path, err)
+		}
+		defer func() {
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("simulate: close %s: %w", path, cerr)
+			}
+		}()
+		w = f
+	}
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	for _, c := range sim.Scenarios(sim.ScenarioOptions{N: n, Seed: seed}) {
+		if err := enc.Encode(c); err != nil {
+			return fmt.Errorf("simulate: write case: %w", err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("simulate: write %s: %w", path, err)
+	}
+	return nil
 }

@@ -1,2 +1,99 @@
-// Package sim is a simulated vLLM inference cluster.
+// Package sim is a simulated vLLM inference cluster. It serves the same
+// telemetry a real deployment does, in the real formats, and lets faults be
+// injected so that their causal chains show up in that telemetry.
+//
+// # Cluster
+//
+// New builds models, each served by replicas (Kubernetes-style pods such as
+// "llama-8b-0"), each on a tensor-parallel group of NVIDIA H100 80GB HBM3
+// GPUs (3.35 TB/s HBM, 989 dense BF16 TFLOP/s, 1980 MHz max SM clock,
+// 700 W). The default is two models (Llama 3.1 8B Instruct and Qwen2.5 32B
+// Instruct), two instances each, two GPUs per instance. Handler serves per
+// instance a vLLM /metrics page (Python prometheus_client formatting) and a
+// dcgm-exporter /metrics page (Kubernetes-mode labels, %f values), plus one
+// gateway page with gateway_request_duration_seconds and
+// gateway_requests_total. Backfill emits the same series as samples.
+//
+// # Engine physics
+//
+// Each instance is a time-stepped fluid model (5 s steps live, 15 s for the
+// corpus), not a per-token simulation:
+//
+//   - KV cache: the pool is gpu_memory_utilization x framebuffer minus the
+//     weights and ~3.5 GiB of activations and CUDA graphs per GPU, divided by
+//     the model's KV bytes per token (2 x layers x KV heads x head dim x 2
+//     bytes). Running sequences hold their unique context; shared prefixes
+//     are stored once while the cache has room.
+//   - Batch: the running batch follows Little's law, B = throughput x service
+//     time, capped by max_num_seqs and by KV capacity.
+//   - Decode step: per-step host overhead (scheduler, launch, TP all-reduce)
+//     plus the larger of the HBM time (weights/TP + KV read of every
+//     sequence, over the effective bandwidth) and the tensor time, plus the
+//     draft model. TPOT therefore grows with batch and with context length.
+//   - Prefill: prompt FLOPs (2 x parameters per token, plus attention) over
+//     the effective compute, chunked by max_num_batched_tokens; its share of
+//     GPU time stretches the decode steps it interleaves with.
+//   - Queueing: arrivals beyond capacity accumulate as a fluid backlog (with
+//     clients abandoning after about two minutes, counted as aborts), plus a
+//     utilisation-dependent wait: a many-server term (Allen-Cunneen with
+//     Sakasegawa's approximation) and a single-server wait for the prefill
+//     token budget. Latency versus load therefore has a knee.
+//   - Prefix caching: hit rate = shared-prefix share x residency; residency
+//     falls once KV usage passes 85%, and preemptions rise past 90%.
+//   - Speculative decoding: with per-token acceptance a and k draft tokens, a
+//     step emits 1 + a(1-a^k)/(1-a) tokens per sequence.
+//   - GPU: SM activity is the busy time (minus host gaps) times an occupancy
+//     that saturates with tokens per step, so it has a knee against
+//     throughput; DRAM activity is bytes read over peak bandwidth; power
+//     follows activity; temperature follows power with a 60 s time constant;
+//     a power cap and a thermal controller lower the SM clock, which slows
+//     compute and, partly, memory-bound kernels.
+//
+// Histograms are filled once a minute (and at the end of each Advance) by
+// spreading the interval's finished requests over the buckets with a
+// lognormal around the interval's mean (token-count histograms use the trace
+// quantile tables), so counts, sums and quantiles agree.
+//
+// Load follows the weekday business-hours peak (around 15:00 UTC), a night
+// trough and quieter weekends, with a slow random fluctuation.
+//
+// # Faults
+//
+// Inject (or POST /faults, or --fault) applies a metrics.FaultCauses() cause
+// to a model or one instance with a severity in 0..1, ramping in over a
+// minute, by changing one physical parameter:
+//
+//   - memory_bandwidth_bound: a co-tenant takes up to 60% of HBM bandwidth.
+//   - gpu_throttling: worse cooling, hotter inlet air and a power brake.
+//   - kv_cache_eviction: a co-tenant claims GPU memory so the KV pool
+//     shrinks, while sessions get longer and more diverse.
+//   - long_prompt_prefill: prompts up to 3.5x longer.
+//   - prefix_cache_miss: the shared-prefix share collapses.
+//   - spec_decode_degradation: draft acceptance falls by up to 75%.
+//   - queue_backlog: arrivals surge to up to 1.6x capacity.
+//   - gpu_underutilized: on one instance the router sends it most traffic
+//     elsewhere; on a model max_num_seqs is misconfigured very low.
+//   - transport_latency: the network or gateway adds delay after the engine.
+//   - engine_errors: requests fail or abort (XID 43 when severe).
+//   - host_overhead: CPU-side time per engine step grows.
+//
+// SetConfig changes an instance's EngineConfig (the knobs suggested actions
+// act on), visible in the vllm:cache_config_info labels.
+//
+// # Labelled corpus
+//
+// Scenarios runs the same engine model for each case and computes every
+// catalog value from the simulated exposition the way the catalog's PromQL
+// does, with the snapshot history convention (60 one-minute points covering
+// at-65m..at-6m).
+//
+// # Attribution
+//
+// Request sizes (context and generated token quantiles) and arrival
+// burstiness (index of dispersion of arrival counts) are derived from the
+// Azure LLM inference traces 2023 (Microsoft AzurePublicDataset, CC-BY 4.0),
+// cited as: Patel et al., "Splitwise: Efficient generative LLM inference
+// using phase splitting", ISCA 2024. Only summary statistics are embedded
+// (traces_table.go); TestTraceTables re-derives them from the CSVs when the
+// shared data directory is present, and `go generate` rewrites the table.
 package sim

@@ -120,15 +120,15 @@ type instance struct {
 
 	layouts [3]*page // series layout per page kind, rebuilt after a config change
 
-	cnt   counters
-	hist  histograms
-	acc   interval
-	carry struct{ fin, itl, steps float64 }
+	cnt                  counters
+	hist                 histograms
+	acc                  interval
+	carry                struct{ fin, itl, steps float64 }
 	lastE2E, lastGateway float64 // latest mean latencies, for tests
 }
 
 // abandonAfter is the mean time a queued client waits before giving up.
-const abandonAfter = 60.0
+const abandonAfter = 120.0
 
 // stepResult are the request-level quantities of one step, for tests.
 type stepResult struct {
@@ -156,9 +156,11 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	g := float64(cfg.TensorParallelSize)
 
 	// Request shape.
-	lp := math.Min(tr.MeanCtx*ph.promptScale*ph.ctxGrowth, 0.9*float64(cfg.MaxModelLen))
-	lo := math.Max(2, tr.MeanGen)
-	share := spec.SharedPrefix * ph.prefixShare / (ph.promptScale * ph.ctxGrowth)
+	// Means over the requests of one step vary as sample means do.
+	sampleCV := 1 / math.Sqrt(math.Max(1, lambda*dt))
+	lp := math.Min(tr.MeanCtx*ph.promptScale*ph.ctxGrowth*math.Exp(sampleCV*in.rng.NormFloat64()), 0.9*float64(cfg.MaxModelLen))
+	lo := math.Max(2, tr.MeanGen*math.Exp(sampleCV*in.rng.NormFloat64()))
+	share := spec.SharedPrefix * ph.prefixShare / (ph.promptScale * ph.ctxGrowth) * (1 + 0.04*in.rng.NormFloat64())
 
 	// Hardware as the engine sees it now.
 	clock := 1.0
@@ -193,7 +195,7 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 
 	// Speculative decoding: expected accepted drafts per step.
 	k := float64(cfg.NumSpeculativeTokens)
-	alpha := clamp(spec.Acceptance*ph.acceptance, 0.01, 0.99)
+	alpha := clamp(spec.Acceptance*ph.acceptance*(1+0.02*in.rng.NormFloat64()), 0.01, 0.99)
 	accepted := 0.0
 	if k > 0 {
 		accepted = alpha * (1 - math.Pow(alpha, k)) / (1 - alpha)
@@ -227,18 +229,16 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 		return tPre(b) + (lo-1)/perStep*stepT(b)/(1-fp)
 	}
 
-	// Capacity: the throughput at which the batch limit is reached.
-	hi := math.Min(nmax/service(nmax, 0), 0.95/((lpUnc+recompute)*cp))
-	lo2 := 0.0
-	for range 24 {
-		mid := (lo2 + hi) / 2
-		if mid*service(nmax, mid) > nmax {
-			hi = mid
-		} else {
-			lo2 = mid
-		}
+	// Capacity: the throughput at which the batch limit is reached. With
+	// the batch at nmax, thr*(A + n*D/(1-c*thr)) = nmax is a quadratic in thr.
+	A, D, cc := tPre(nmax), (lo-1)/perStep*stepT(nmax), (lpUnc+recompute)*cp
+	mu := nmax / (A + D)
+	if cc > 0 && A > 0 {
+		bq := A + D + nmax*cc
+		mu = (bq - math.Sqrt(math.Max(0, bq*bq-4*A*cc*nmax))) / (2 * A * cc)
+		mu = math.Min(mu, 0.95/cc)
 	}
-	mu := math.Max(lo2, 1e-6)
+	mu = math.Max(mu, 1e-6)
 	in.capacity = mu
 
 	// Arrivals with the trace's burstiness.
@@ -264,12 +264,23 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	in.queue = math.Max(0, in.queue+(arr-thr)*dt-abandoned)
 	in.cnt.success[2] += abandoned
 
-	// Little's law for the running batch.
+	// Little's law for the running batch, B = thr*S(B), solved by Newton
+	// steps on the locally linear service time.
 	b := thr * service(0, thr)
-	for range 8 {
-		b = 0.5*b + 0.5*thr*service(b, thr)
+	for range 4 {
+		s0 := service(b, thr)
+		beta := service(b+1, thr) - s0
+		den := 1 - thr*beta
+		if den <= 0 {
+			b = nmax
+			break
+		}
+		b = thr * (s0 - beta*b) / den
+		if b >= nmax {
+			break
+		}
 	}
-	b = math.Min(b, nmax)
+	b = clamp(b, 0, nmax)
 	rho := math.Min(thr/mu, 0.985)
 	fp := prefillFrac(thr)
 	st := stepT(b)
@@ -279,7 +290,11 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	// (Allen-Cunneen with Sakasegawa's approximation), plus the fluid backlog.
 	ca2 := math.Min(tr.Fano5s, 3)
 	c := math.Max(1, nmax)
-	wq := (ca2+1)/2*math.Pow(rho, math.Sqrt(2*(c+1))-1)/(c*(1-rho))*svc + st/2 + in.queue/mu + preempt*tPre(b)
+	// Requests also queue for the prefill token budget, one chunk per
+	// step: a single server busy a fraction fp of the time.
+	fpq := math.Min(fp, 0.97)
+	wq := (ca2+1)/2*(math.Pow(rho, math.Sqrt(2*(c+1))-1)/(c*(1-rho))*svc+fpq/(1-fpq)*tPre(b)/2) +
+		st/2 + in.queue/mu + preempt*tPre(b)
 	in.running = b
 	in.waiting = in.queue + arr*(wq-st/2)
 	in.kvUsage = math.Min(1, b*ctxSeq/kvTokens)

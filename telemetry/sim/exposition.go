@@ -199,6 +199,15 @@ var dcgmIntFields = map[string]bool{
 	"DCGM_FI_PROF_PCIE_TX_BYTES": true, "DCGM_FI_PROF_PCIE_RX_BYTES": true,
 }
 
+// dcgmExposed rounds a value the way its exposition prints it, so that
+// back-filled samples equal scraped ones.
+func dcgmExposed(name string, v float64) float64 {
+	if dcgmIntFields[name] {
+		return math.Trunc(v)
+	}
+	return math.Round(v*1e6) / 1e6
+}
+
 func dcgmValue(name string, v float64) string {
 	if dcgmIntFields[name] {
 		return strconv.FormatInt(int64(v), 10)
@@ -334,7 +343,7 @@ func (in *instance) walkGPU(w *walker) {
 		w.family(f.name, f.help, f.typ)
 		for i := range in.gpus {
 			g := &in.gpus[i]
-			w.add(f.name, f.v(g),
+			w.add(f.name, dcgmExposed(f.name, f.v(g)),
 				"gpu", strconv.Itoa(g.index), "UUID", g.uuid, "pci_bus_id", g.bus,
 				"device", "nvidia"+strconv.Itoa(g.index), "modelName", H100.Name, "Hostname", host,
 				"DCGM_FI_DRIVER_VERSION", H100.Driver, "container", "vllm", "namespace", "inference", "pod", in.name)

@@ -132,7 +132,7 @@ func applyFault(ph *physics, cause string, s float64, oneInstance bool, in *inst
 		// A co-tenant claims GPU memory (the KV pool shrinks) while
 		// sessions get longer and more diverse.
 		ph.kvPool *= math.Pow(kvReference(in), 1.1*s)
-		ph.ctxGrowth *= 1 + 0.8*s
+		ph.ctxGrowth *= 1 + 0.3*s
 		ph.prefixShare *= 1 - 0.4*s
 	case metrics.CauseLongPromptPrefill:
 		ph.promptScale *= 1 + 2.5*s

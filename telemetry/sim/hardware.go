@@ -71,13 +71,13 @@ func (m ModelSpec) WeightBytes() float64 { return 2 * m.Params }
 // Models are the model specs New draws from, in order.
 var Models = []ModelSpec{
 	{Name: "llama-3.1-8b-instruct", PodPrefix: "llama-8b", Params: 8.03e9, Layers: 32, KVHeads: 8, HeadDim: 128,
-		Trace: "conv", PeakRPS: 32, SharedPrefix: 0.45, Acceptance: 0.72, SpecTokens: 3, Burstiness: 0.5},
+		Trace: "conv", PeakRPS: 32, SharedPrefix: 0.45, Acceptance: 0.78, SpecTokens: 3, Burstiness: 0.5},
 	{Name: "qwen2.5-32b-instruct", PodPrefix: "qwen-32b", Params: 32.8e9, Layers: 64, KVHeads: 8, HeadDim: 128,
-		Trace: "code", PeakRPS: 5, SharedPrefix: 0.35, Acceptance: 0.68, SpecTokens: 4, Burstiness: 0.15},
+		Trace: "code", PeakRPS: 5, SharedPrefix: 0.35, Acceptance: 0.8, SpecTokens: 3, Burstiness: 0.15},
 	{Name: "mistral-7b-instruct-v0.3", PodPrefix: "mistral-7b", Params: 7.25e9, Layers: 32, KVHeads: 8, HeadDim: 128,
-		Trace: "conv", PeakRPS: 26, SharedPrefix: 0.4, Acceptance: 0.7, SpecTokens: 3, Burstiness: 0.5},
+		Trace: "conv", PeakRPS: 26, SharedPrefix: 0.4, Acceptance: 0.77, SpecTokens: 3, Burstiness: 0.5},
 	{Name: "qwen2.5-14b-instruct", PodPrefix: "qwen-14b", Params: 14.7e9, Layers: 48, KVHeads: 8, HeadDim: 128,
-		Trace: "code", PeakRPS: 9, SharedPrefix: 0.35, Acceptance: 0.7, SpecTokens: 3, Burstiness: 0.15},
+		Trace: "code", PeakRPS: 9, SharedPrefix: 0.35, Acceptance: 0.77, SpecTokens: 3, Burstiness: 0.15},
 }
 
 func modelSpec(i int) ModelSpec {

@@ -34,13 +34,18 @@ func buckets125(maxModelLen int) []float64 {
 // at or below bounds[i], then +Inf = count.
 type histogram struct {
 	bounds []float64
+	logs   []float64 // log of each bound
 	counts []float64 // cumulative, len(bounds)
 	count  float64
 	sum    float64
 }
 
 func newHistogram(bounds []float64) *histogram {
-	return &histogram{bounds: bounds, counts: make([]float64, len(bounds))}
+	logs := make([]float64, len(bounds))
+	for i, b := range bounds {
+		logs[i] = math.Log(b)
+	}
+	return &histogram{bounds: bounds, logs: logs, counts: make([]float64, len(bounds))}
 }
 
 // observeCDF adds n observations whose sum is sum and whose distribution
@@ -72,16 +77,19 @@ func (h *histogram) observeLognormal(n int, mean, sigma float64) {
 		return
 	}
 	mu := math.Log(mean) - sigma*sigma/2
-	h.observeCDF(n, float64(n)*mean, func(x float64) float64 {
-		z := (math.Log(x) - mu) / sigma
+	nf := float64(n)
+	for i, l := range h.logs {
+		z := (l - mu) / sigma
 		switch {
-		case z < -7:
-			return 0
-		case z > 7:
-			return 1
+		case z < -5.5:
+		case z > 5.5:
+			h.counts[i] += nf
+		default:
+			h.counts[i] += math.Round(nf * 0.5 * math.Erfc(-z/math.Sqrt2))
 		}
-		return 0.5 * math.Erfc(-z/math.Sqrt2)
-	})
+	}
+	h.count += nf
+	h.sum += nf * mean
 }
 
 // clone returns a deep copy.

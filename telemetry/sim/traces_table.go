@@ -12,14 +12,14 @@ var traceTables = map[string]TraceStats{
 		Name: "code", Requests: 8819, MeanRate: 2.566,
 		Context:   []float64{3, 17, 75, 147, 385.6, 770, 1075, 1469, 1909, 2433, 3192.4, 5187.6, 7303.3, 7436, 7437},
 		Generated: []float64{6, 6, 6, 7, 8, 9, 11, 13, 16, 20, 29, 55, 90, 251.46, 1899},
-		MeanCtx: 2047.848, MeanGen: 27.883,
+		MeanCtx:   2047.848, MeanGen: 27.883,
 		InterArrivalCV: 13.151, Fano5s: 47.471, Fano60s: 163.965,
 	},
 	"conv": {
 		Name: "conv", Requests: 19366, MeanRate: 5.53,
 		Context:   []float64{2, 29, 181, 207, 387, 403, 703, 1020, 1071, 1130, 1315, 2734.5, 4083, 4142, 14050},
 		Generated: []float64{7, 16, 41, 54, 77, 91, 103, 129, 177, 384, 400, 424, 451, 601, 1000},
-		MeanCtx: 1154.697, MeanGen: 211.126,
+		MeanCtx:   1154.697, MeanGen: 211.126,
 		InterArrivalCV: 1.094, Fano5s: 2.539, Fano60s: 16.128,
 	},
 }

@@ -1,0 +1,316 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/casebook/casebook/metrics"
+)
+
+// ScenarioOptions configure the labelled corpus.
+type ScenarioOptions struct {
+	N    int   // number of cases
+	Seed int64 // the same seed gives the same corpus
+}
+
+// scenarioStep is the physics step of corpus runs: coarser than live
+// serving, which keeps 2,000 cases to seconds.
+const scenarioStep = 15 * time.Second
+
+// scenarioWeek is the Monday the corpus's simulated week starts on.
+var scenarioWeek = time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
+
+// Scenarios builds a labelled corpus: every fault cause plus "none", on
+// varied models, scopes, severities (mild cases near the detection limit
+// included), times of day and week, about 10% with a second concurrent
+// fault (the label is the one that started first; Secondary names the
+// other), and some cases without the DCGM profiling or the gateway fields.
+// Values are computed from the simulated exposition the way the catalog's
+// PromQL computes them. The result is deterministic for a seed.
+func Scenarios(opts ScenarioOptions) []metrics.Case {
+	if opts.N <= 0 {
+		return nil
+	}
+	out := make([]metrics.Case, opts.N)
+	workers := max(1, min(runtime.GOMAXPROCS(0), opts.N/16+1))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				out[i] = scenario(opts.Seed, i)
+			}
+		}()
+	}
+	for i := range opts.N {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return out
+}
+
+// scenarioPlan is what one case simulates.
+type scenarioPlan struct {
+	label     string
+	model     int
+	instance  bool // the fault hits one instance
+	caseScope bool // the case looks at that one instance, not the model
+	at        time.Time
+	severity  float64
+	onset     time.Time
+	second    string
+	sev2      float64
+	onset2    time.Time
+	noProf    bool
+	noGateway bool
+}
+
+func planScenario(seed int64, i int) scenarioPlan {
+	rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)*0x9e3779b97f4a7c15+1))
+	labels := append(metrics.FaultCauses(), metrics.CauseNone)
+	p := scenarioPlan{label: labels[i%len(labels)], model: rng.IntN(2)}
+
+	// When: a weekday peak, a night trough, or anywhere in the week.
+	day := rng.IntN(7)
+	var hour float64
+	switch r := rng.Float64(); {
+	case r < 0.3:
+		hour = 12 + 5*rng.Float64()
+	case r < 0.5:
+		hour = 5 * rng.Float64()
+	default:
+		hour = 24 * rng.Float64()
+	}
+	p.at = scenarioWeek.AddDate(0, 0, day).Add(time.Duration(hour * float64(time.Hour))).Truncate(time.Minute)
+
+	if p.label == metrics.CauseNone {
+		p.noProf = rng.Float64() < 0.12
+		p.noGateway = rng.Float64() < 0.12
+		return p
+	}
+	if rng.Float64() < 0.2 {
+		p.severity = 0.1 + 0.2*rng.Float64() // mild: near the detection limit
+	} else {
+		p.severity = 0.3 + 0.7*rng.Float64()
+	}
+	p.instance = rng.Float64() < 0.4
+	p.caseScope = p.instance && rng.Float64() < 0.6
+	p.onset = p.at.Add(-time.Duration((1.5 + 3.5*rng.Float64()) * float64(time.Minute)))
+	if rng.Float64() < 0.1 {
+		others := slices.DeleteFunc(metrics.FaultCauses(), func(c string) bool { return c == p.label })
+		p.second = others[rng.IntN(len(others))]
+		p.sev2 = 0.3 + 0.6*rng.Float64()
+		room := p.at.Add(-time.Minute).Sub(p.onset) - 30*time.Second
+		p.onset2 = p.onset.Add(30*time.Second + time.Duration(rng.Float64()*float64(max(room, 0))))
+	}
+	p.noProf = rng.Float64() < 0.12
+	p.noGateway = rng.Float64() < 0.12 && p.label != metrics.CauseTransportLatency && p.second != metrics.CauseTransportLatency
+	return p
+}
+
+func scenario(seed int64, i int) metrics.Case {
+	p := planScenario(seed, i)
+	caseSeed := seed*7919 + int64(i)
+	c := &Cluster{seed: caseSeed, now: p.at.Add(-68 * time.Minute), step: scenarioStep}
+	c.addModel(modelSpec(p.model), 2, 2)
+	m := c.models[0]
+	faultScope := metrics.Scope{Model: m.spec.Name}
+	if p.instance {
+		faultScope.Instance = m.instances[int(uint64(caseSeed)%2)].name
+	}
+	if p.label != metrics.CauseNone {
+		c.faults = append(c.faults, faultEntry{id: "a", Fault: Fault{Cause: p.label, Scope: faultScope, Severity: p.severity, Start: p.onset}})
+	}
+	if p.second != "" {
+		c.faults = append(c.faults, faultEntry{id: "b", Fault: Fault{Cause: p.second, Scope: faultScope, Severity: p.sev2, Start: p.onset2}})
+	}
+	scope := metrics.Scope{Model: m.spec.Name}
+	insts := m.instances
+	if p.caseScope {
+		scope.Instance = faultScope.Instance
+		insts = []*instance{m.instances[0]}
+		if m.instances[1].name == scope.Instance {
+			insts = []*instance{m.instances[1]}
+		}
+	}
+
+	// One capture a minute from at-66m to at.
+	caps := make([][]capture, 0, 67)
+	for t := p.at.Add(-66 * time.Minute); !t.After(p.at); t = t.Add(time.Minute) {
+		c.advance(t)
+		row := make([]capture, len(insts))
+		for j, in := range insts {
+			row[j] = captureOf(in)
+		}
+		caps = append(caps, row)
+	}
+	drop := func(v metrics.Values) metrics.Values {
+		if p.noProf {
+			delete(v, metrics.TensorActive)
+			delete(v, metrics.DRAMActive)
+		}
+		if p.noGateway {
+			delete(v, metrics.GatewayE2E)
+			delete(v, metrics.ArrivalRPS)
+		}
+		return v
+	}
+	cs := metrics.Case{Label: p.label}
+	cs.At = p.at
+	cs.Scope = scope
+	n := len(caps)
+	cs.Current = drop(catalogValues(caps[n-2], caps[n-1], !p.noProf))
+	for k := 1; k <= 60; k++ { // points at at-65m .. at-6m
+		cs.History = append(cs.History, metrics.Point{
+			At:     p.at.Add(time.Duration(k-66) * time.Minute),
+			Values: drop(catalogValues(caps[k-1], caps[k], !p.noProf)),
+		})
+	}
+	if p.second != "" {
+		cs.Secondary = []string{p.second}
+	}
+	return cs
+}
+
+// capture is what one scrape of an instance shows, as exposed.
+type capture struct {
+	cnt     counters
+	hist    histograms
+	running float64
+	waiting float64
+	kvUsage float64
+	gpus    []gpuState
+}
+
+func captureOf(in *instance) capture {
+	c := capture{cnt: in.cnt, hist: in.hist.clone(), running: math.Round(in.running),
+		waiting: math.Round(in.waiting), kvUsage: math.Round(in.kvUsage*1e6) / 1e6,
+		gpus: append([]gpuState(nil), in.gpus...)}
+	c.cnt.acceptedPos = nil
+	return c
+}
+
+// catalogValues computes the catalog over one minute from two captures of
+// the same instances, as the catalog's PromQL does over the exposition:
+// rates of floored counters, means from histogram sums and counts,
+// histogram_quantile over the summed bucket increases, and instant gauges
+// aggregated with sum, avg, min or max.
+func catalogValues(prev, cur []capture, profiling bool) metrics.Values {
+	v := metrics.Values{}
+	const window = 60.0
+	delta := func(f func(c *capture) float64) float64 {
+		s := 0.0
+		for i := range cur {
+			s += math.Floor(f(&cur[i])) - math.Floor(f(&prev[i]))
+		}
+		return s
+	}
+	set := func(id string, num, den, scale float64) {
+		if den > 0 && !math.IsNaN(num) {
+			v[id] = scale * num / den
+		}
+	}
+	hmean := func(id string, pick func(h *histograms) *histogram) {
+		set(id, delta(func(c *capture) float64 { return pick(&c.hist).sum*1e6 })/1e6,
+			delta(func(c *capture) float64 { return pick(&c.hist).count }), 1000)
+	}
+	hp99 := func(id string, pick func(h *histograms) *histogram) {
+		sum, old := newHistogram(pick(&cur[0].hist).bounds), newHistogram(pick(&cur[0].hist).bounds)
+		for i := range cur {
+			a, b := pick(&cur[i].hist), pick(&prev[i].hist)
+			if len(a.counts) != len(sum.counts) || len(b.counts) != len(sum.counts) {
+				return
+			}
+			for j := range a.counts {
+				sum.counts[j] += a.counts[j]
+				old.counts[j] += b.counts[j]
+			}
+			sum.count += a.count
+			old.count += b.count
+		}
+		if q := sum.quantileDelta(old, 0.99); !math.IsNaN(q) {
+			v[id] = 1000 * q
+		}
+	}
+	hmean(metrics.GatewayE2E, func(h *histograms) *histogram { return h.gateway })
+	hmean(metrics.E2E, func(h *histograms) *histogram { return h.e2e })
+	hp99(metrics.E2EP99, func(h *histograms) *histogram { return h.e2e })
+	hmean(metrics.TTFT, func(h *histograms) *histogram { return h.ttft })
+	hp99(metrics.TTFTP99, func(h *histograms) *histogram { return h.ttft })
+	hmean(metrics.TPOT, func(h *histograms) *histogram { return h.itl })
+	hp99(metrics.TPOTP99, func(h *histograms) *histogram { return h.itl })
+	hmean(metrics.QueueTime, func(h *histograms) *histogram { return h.queue })
+	hmean(metrics.PrefillTime, func(h *histograms) *histogram { return h.prefill })
+	hmean(metrics.DecodeTime, func(h *histograms) *histogram { return h.decode })
+
+	finished := delta(func(c *capture) float64 {
+		s := 0.0
+		for _, x := range c.cnt.success {
+			s += math.Floor(x)
+		}
+		return s
+	})
+	set(metrics.ThroughputRPS, finished, window, 1)
+	set(metrics.ArrivalRPS, delta(func(c *capture) float64 { return c.cnt.gatewayRequests }), window, 1)
+	set(metrics.PromptTPS, delta(func(c *capture) float64 { return c.cnt.prompt }), window, 1)
+	set(metrics.GenerationTPS, delta(func(c *capture) float64 { return c.cnt.generation }), window, 1)
+	set(metrics.MeanPromptTokens, delta(func(c *capture) float64 { return c.hist.prompt.sum }),
+		delta(func(c *capture) float64 { return c.hist.prompt.count }), 1)
+	set(metrics.KVCacheHitRate, delta(func(c *capture) float64 { return c.cnt.prefixHits }),
+		delta(func(c *capture) float64 { return c.cnt.prefixQueries }), 1)
+	if dt := delta(func(c *capture) float64 { return c.cnt.draftTokens }); dt > 0 {
+		v[metrics.RejectionRate] = clamp(1-delta(func(c *capture) float64 { return c.cnt.accepted })/dt, 0, 1)
+	}
+	bad := delta(func(c *capture) float64 { return math.Floor(c.cnt.success[2]) + math.Floor(c.cnt.success[3]) })
+	set(metrics.ErrorRate, bad, finished, 1)
+	set(metrics.PreemptionRate, delta(func(c *capture) float64 { return c.cnt.preemptions }), window, 1)
+
+	var running, waiting, kv float64
+	var sm, util, tensor, dram, used, free, n float64
+	clock, memClock, power, temp := math.Inf(1), math.Inf(1), 0.0, 0.0
+	for i := range cur {
+		running += cur[i].running
+		waiting += cur[i].waiting
+		kv += cur[i].kvUsage
+		for _, g := range cur[i].gpus {
+			n++
+			sm += round6(g.smActive)
+			util += g.util
+			tensor += round6(g.tensor)
+			dram += round6(g.dram)
+			used += g.fbUsedMiB
+			free += g.fbFreeMiB
+			clock = math.Min(clock, math.Round(g.clock*H100.MaxSMClockMHz))
+			memClock = math.Min(memClock, H100.MemClockMHz)
+			power = math.Max(power, round6(g.powerW))
+			temp = math.Max(temp, math.Round(g.tempC))
+		}
+	}
+	v[metrics.RunningSeqs] = running
+	v[metrics.QueueDepth] = waiting
+	v[metrics.KVCacheUsage] = kv / float64(len(cur))
+	if n > 0 {
+		if profiling {
+			v[metrics.SMUtil] = sm / n
+			v[metrics.TensorActive] = tensor / n
+			v[metrics.DRAMActive] = dram / n
+		} else {
+			v[metrics.SMUtil] = util / n / 100
+		}
+		v[metrics.GPUMemUsedFrac] = used / (used + free)
+		v[metrics.SMClock] = clock
+		v[metrics.MemClock] = memClock
+		v[metrics.Power] = power
+		v[metrics.GPUTemp] = temp
+	}
+	return v
+}
+
+func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
