@@ -165,10 +165,11 @@ type Trigger struct {
 
 // Open opens an incident the same way whatever triggered it: capture the
 // snapshot at the trigger (unless one is given) and the chart windows
-// around it, diagnose, and store everything in one transaction. A capture
+// around it, diagnose (unless a diagnosis of snap is given), and store
+// everything in one transaction. A capture
 // failure does not lose the incident: it is stored with what could be
 // captured and the failure in its trigger detail.
-func (h *Incidents) Open(ctx context.Context, scope metrics.Scope, tr Trigger, snap *metrics.Snapshot) (store.Incident, bool, error) {
+func (h *Incidents) Open(ctx context.Context, scope metrics.Scope, tr Trigger, snap *metrics.Snapshot, diag *diagnose.Diagnosis) (store.Incident, bool, error) {
 	now := h.d.Now().UTC()
 	at := tr.At.UTC()
 	if at.IsZero() || at.After(now) {
@@ -176,6 +177,7 @@ func (h *Incidents) Open(ctx context.Context, scope metrics.Scope, tr Trigger, s
 	}
 	var captureErrs []string
 	if snap == nil {
+		diag = nil // a given diagnosis belongs to a given snapshot
 		s, err := h.d.Capture.Snapshot(ctx, scope, at)
 		if err != nil {
 			h.d.Logger.WarnContext(ctx, "incidents: snapshot failed", "scope", scope.String(), "err", err)
@@ -194,8 +196,11 @@ func (h *Incidents) Open(ctx context.Context, scope metrics.Scope, tr Trigger, s
 		captureErrs = append(captureErrs, "chart windows: "+err.Error())
 		windows = nil
 	}
-	diag := h.d.Diagnoser.Diagnose(*snap)
-	rec, err := diagnosisRecord(diag, now)
+	if diag == nil {
+		d := h.d.Diagnoser.Diagnose(*snap)
+		diag = &d
+	}
+	rec, err := diagnosisRecord(*diag, now)
 	if err != nil {
 		return store.Incident{}, false, err
 	}
@@ -225,9 +230,9 @@ func (h *Incidents) Open(ctx context.Context, scope metrics.Scope, tr Trigger, s
 
 // OpenIncident implements IncidentOpener for "Diagnose now": the snapshot
 // and its diagnosis are already made; the windows are captured here.
-func (h *Incidents) OpenIncident(ctx context.Context, s metrics.Snapshot, _ diagnose.Diagnosis) (string, error) {
+func (h *Incidents) OpenIncident(ctx context.Context, s metrics.Snapshot, d diagnose.Diagnosis) (string, error) {
 	detail, _ := json.Marshal(map[string]string{"source": "diagnose now"})
-	inc, _, err := h.Open(ctx, s.Scope, Trigger{Kind: store.TriggerManual, At: s.At, Detail: detail}, &s)
+	inc, _, err := h.Open(ctx, s.Scope, Trigger{Kind: store.TriggerManual, At: s.At, Detail: detail}, &s, &d)
 	if err != nil {
 		return "", err
 	}

@@ -66,8 +66,10 @@ type IncidentView struct {
 	Timeline    []TimelineEntry
 	Verdict     string // "", "correct", "wrong"
 	TrueCause   string
-	Causes      []CauseOption
-	Shares      []ShareRow
+	// TrueCauseTitle names TrueCause, including engineer-created causes.
+	TrueCauseTitle string
+	Causes         []CauseOption
+	Shares         []ShareRow
 	// NewShareURL is shown once, right after a share link is created.
 	NewShareURL string
 	// ReadOnly hides every form and link out of the incident (shared view).
@@ -93,7 +95,11 @@ func (v IncidentView) VerdictText() string {
 	case "correct":
 		return "Reviewed: diagnosis correct"
 	case "wrong":
-		return "Reviewed: diagnosis wrong, true cause " + CauseTitle(v.TrueCause)
+		t := v.TrueCauseTitle
+		if t == "" {
+			t = CauseTitle(v.TrueCause)
+		}
+		return "Reviewed: diagnosis wrong, true cause " + t
 	default:
 		return "Not reviewed yet"
 	}

@@ -1,0 +1,357 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/metrics"
+	"github.com/casebook/casebook/store"
+	"github.com/casebook/casebook/views"
+)
+
+// Show renders the incident page.
+func (h *Incidents) Show(c echo.Context) error {
+	v, err := h.incidentView(c, false)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.IncidentPage(v))
+}
+
+// Print renders the printable postmortem page.
+func (h *Incidents) Print(c echo.Context) error {
+	v, err := h.incidentView(c, true)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.IncidentPrintPage(v))
+}
+
+// Shared renders the incident behind a share link, read-only. Unknown,
+// expired and revoked tokens are all 404.
+func (h *Incidents) Shared(c echo.Context) error {
+	ctx := c.Request().Context()
+	link, err := h.d.Archive.ResolveShare(ctx, c.Param("token"), h.d.Now())
+	if err != nil {
+		return archiveError(err, "token")
+	}
+	p, err := h.d.Archive.Page(ctx, link.IncidentID)
+	if err != nil {
+		return archiveError(err, "token")
+	}
+	v := h.buildView(ctx, p, nil, true)
+	c.Response().Header().Set("Referrer-Policy", "no-referrer")
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return render(c, http.StatusOK, views.IncidentSharedPage(v))
+}
+
+func (h *Incidents) incidentView(c echo.Context, readOnly bool) (views.IncidentView, error) {
+	ctx := c.Request().Context()
+	id, err := incidentID(c)
+	if err != nil {
+		return views.IncidentView{}, err
+	}
+	p, err := h.d.Archive.Page(ctx, id)
+	if err != nil {
+		return views.IncidentView{}, archiveError(err, "id")
+	}
+	var shares []store.ShareLink
+	if !readOnly {
+		if shares, err = h.d.Archive.Shares(ctx, id); err != nil {
+			return views.IncidentView{}, err
+		}
+	}
+	v := h.buildView(ctx, p, shares, readOnly)
+	if !readOnly {
+		causes, err := h.d.Archive.Causes(ctx)
+		if err != nil {
+			return views.IncidentView{}, err
+		}
+		v.Causes = causeOptions(causes)
+	}
+	return v, nil
+}
+
+// causeTitles returns a title lookup that knows engineer-created causes
+// as well as the taxonomy.
+func (h *Incidents) causeTitles(ctx context.Context) func(string) string {
+	titles := map[string]string{}
+	if cs, err := h.d.Archive.Causes(ctx); err == nil {
+		for _, c := range cs {
+			titles[c.ID] = c.Title
+		}
+	}
+	return func(id string) string {
+		if t, ok := titles[id]; ok {
+			return t
+		}
+		return views.CauseTitle(id)
+	}
+}
+
+func causeOptions(cs []store.Cause) []views.CauseOption {
+	out := make([]views.CauseOption, len(cs))
+	for i, c := range cs {
+		out[i] = views.CauseOption{ID: c.ID, Title: c.Title, Custom: !c.Builtin}
+	}
+	return out
+}
+
+// decodeDiagnosis reads a stored diagnosis body; a body that no longer
+// decodes is shown from its columns.
+func decodeDiagnosis(d store.Diagnosis) diagnose.Diagnosis {
+	var out diagnose.Diagnosis
+	if err := json.Unmarshal(d.Body, &out); err != nil || out.RootCause == "" {
+		out = diagnose.Diagnosis{RootCause: d.RootCause, Confidence: d.Confidence, Severity: diagnose.Severity(d.Severity)}
+	}
+	if out.EngineVersion == "" {
+		out.EngineVersion = d.EngineVersion
+	}
+	return out
+}
+
+func triggerText(inc store.Incident) string {
+	var detail map[string]any
+	_ = json.Unmarshal(inc.TriggerDetail, &detail)
+	str := func(k string) string { s, _ := detail[k].(string); return s }
+	switch inc.Trigger {
+	case store.TriggerAlertmanager:
+		if n := str("alertname"); n != "" {
+			return "Alertmanager alert " + n
+		}
+		return "Alertmanager alert"
+	case store.TriggerDetector:
+		if m := str("metric"); m != "" {
+			return "Dynamic-threshold detector on " + views.MetricLabel(m)
+		}
+		return "Dynamic-threshold detector"
+	default:
+		return "Diagnose now (manual)"
+	}
+}
+
+func (h *Incidents) buildView(ctx context.Context, p store.Page, shares []store.ShareLink, readOnly bool) views.IncidentView {
+	inc := p.Incident
+	now := h.d.Now()
+	v := views.IncidentView{
+		Layout:      h.layout("Incident "+fmt.Sprint(inc.ID)+": "+inc.Title, views.NavIncidents),
+		ID:          inc.ID,
+		Title:       inc.Title,
+		Scope:       inc.Scope,
+		Trigger:     triggerText(inc),
+		OpenedAt:    inc.OpenedAt,
+		WindowStart: inc.WindowStart,
+		WindowEnd:   inc.WindowEnd,
+		Severity:    inc.Severity,
+		Verdict:     string(inc.Verdict),
+		TrueCause:   inc.TrueCause,
+		ReadOnly:    readOnly,
+		Now:         now,
+	}
+	if inc.Alert != nil {
+		v.AlertState, v.ResolvedAt = string(inc.Alert.State), inc.Alert.ResolvedAt
+	}
+	v.Panels = archivedPanels(inc)
+	for i, d := range p.Diagnoses {
+		panel := views.NewDiagnosisPanel(decodeDiagnosis(d))
+		if i == 0 {
+			v.Current = panel
+		} else {
+			v.Past = append(v.Past, views.PastDiagnosis{ID: d.ID, At: d.CreatedAt, Panel: panel})
+		}
+	}
+	title := h.causeTitles(ctx)
+	v.TrueCauseTitle = title(inc.TrueCause)
+	v.Timeline = timeline(p, title)
+	for _, s := range shares {
+		v.Shares = append(v.Shares, views.ShareRow{ID: s.ID, CreatedBy: s.CreatedBy, CreatedAt: s.CreatedAt,
+			ExpiresAt: s.ExpiresAt, RevokedAt: s.RevokedAt, Active: s.Active(now)})
+	}
+	return v
+}
+
+// archivedPanels draws the four dimensions from the archived windows, with
+// the trigger marked.
+func archivedPanels(inc store.Incident) []views.IncidentPanel {
+	byID := map[string][]metrics.Sample{}
+	for _, s := range inc.Windows {
+		if _, seen := byID[s.Metric]; !seen {
+			byID[s.Metric] = s.Samples
+		}
+	}
+	trigger := inc.OpenedAt
+	if inc.Alert != nil && !inc.Alert.StartsAt.IsZero() {
+		trigger = inc.Alert.StartsAt
+	} else if !inc.Snapshot.At.IsZero() {
+		trigger = inc.Snapshot.At
+	}
+	step := 30 * time.Second
+	for _, s := range inc.Windows {
+		if len(s.Samples) > 1 {
+			step = s.Samples[1].T.Sub(s.Samples[0].T)
+			break
+		}
+	}
+	var out []views.IncidentPanel
+	for _, p := range panelDefs {
+		panel := views.IncidentPanel{ID: string(p.dim), Title: views.DimensionTitle(p.dim)}
+		for _, cd := range p.charts {
+			spec := views.ChartSpec{ID: "incident-" + cd.id, Title: cd.title, Unit: cd.unit,
+				Start: inc.WindowStart, End: inc.WindowEnd, Step: step, Marker: trigger, MarkerLabel: "trigger"}
+			for _, id := range cd.ids {
+				spec.Series = append(spec.Series, views.ChartSeries{Metric: id, Samples: byID[id]})
+			}
+			panel.Charts = append(panel.Charts, views.NewChart(spec))
+		}
+		out = append(out, panel)
+	}
+	return out
+}
+
+// timeline merges the incident's events, oldest first.
+func timeline(p store.Page, causeTitle func(string) string) []views.TimelineEntry {
+	inc := p.Incident
+	out := []views.TimelineEntry{{At: inc.OpenedAt, Kind: "opened", Text: triggerText(inc)}}
+	for _, d := range p.Diagnoses {
+		out = append(out, views.TimelineEntry{At: d.CreatedAt, Kind: "diagnosis",
+			Text: views.CauseTitle(d.RootCause) + " (" + views.FormatPercent(d.Confidence) + ", engine " + d.EngineVersion + ")"})
+	}
+	for _, l := range p.Labels {
+		text := "diagnosis correct"
+		if l.Verdict == store.VerdictWrong {
+			text = "diagnosis wrong; true cause " + causeTitle(l.TrueCause)
+		}
+		if l.Note != "" {
+			text += ". " + l.Note
+		}
+		out = append(out, views.TimelineEntry{At: l.At, Kind: "label", Who: l.By, Text: text})
+	}
+	for _, n := range p.Notes {
+		out = append(out, views.TimelineEntry{At: n.At, Kind: "note", Who: n.Author, Text: n.Body})
+	}
+	if inc.Alert != nil && inc.Alert.State == store.AlertResolved {
+		out = append(out, views.TimelineEntry{At: inc.Alert.ResolvedAt, Kind: "resolved", Text: "the alert resolved"})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
+}
+
+// Label records a review from the incident page's form.
+func (h *Incidents) Label(c echo.Context) error {
+	id, err := incidentID(c)
+	if err != nil {
+		return err
+	}
+	l := store.NewLabel{
+		IncidentID: id,
+		Verdict:    store.Verdict(c.FormValue("verdict")),
+		TrueCause:  strings.TrimSpace(c.FormValue("true_cause")),
+		NewCause:   strings.TrimSpace(c.FormValue("new_cause")),
+		By:         strings.TrimSpace(c.FormValue("by")),
+		Note:       strings.TrimSpace(c.FormValue("note")),
+		At:         h.d.Now(),
+	}
+	if l.Verdict == store.VerdictCorrect {
+		l.TrueCause, l.NewCause = "", "" // the diagnosed cause
+	}
+	if _, err := h.d.Archive.AddLabel(c.Request().Context(), l); err != nil {
+		return archiveError(err, "verdict")
+	}
+	return redirect(c, views.IncidentPath(id))
+}
+
+// Note adds a note from the incident page's form.
+func (h *Incidents) Note(c echo.Context) error {
+	id, err := incidentID(c)
+	if err != nil {
+		return err
+	}
+	n := store.NewNote{IncidentID: id, Author: strings.TrimSpace(c.FormValue("by")), Body: c.FormValue("body"), At: h.d.Now()}
+	if _, err := h.d.Archive.AddNote(c.Request().Context(), n); err != nil {
+		return archiveError(err, "body")
+	}
+	return redirect(c, views.IncidentPath(id))
+}
+
+// Rediagnose diagnoses the archived snapshot again with the current engine;
+// the earlier diagnoses stay.
+func (h *Incidents) Rediagnose(c echo.Context) error {
+	ctx := c.Request().Context()
+	id, err := incidentID(c)
+	if err != nil {
+		return err
+	}
+	inc, err := h.d.Archive.Incident(ctx, id)
+	if err != nil {
+		return archiveError(err, "id")
+	}
+	rec, err := diagnosisRecord(h.d.Diagnoser.Diagnose(inc.Snapshot), h.d.Now().UTC())
+	if err != nil {
+		return err
+	}
+	if _, err := h.d.Archive.AddDiagnosis(ctx, id, rec); err != nil {
+		return archiveError(err, "id")
+	}
+	return redirect(c, views.IncidentPath(id))
+}
+
+// Share ttl choices.
+var shareTTLs = map[string]time.Duration{"24h": 24 * time.Hour, "168h": 7 * 24 * time.Hour, "720h": 30 * 24 * time.Hour}
+
+// Share creates a read-only link and shows it once on the incident page.
+func (h *Incidents) Share(c echo.Context) error {
+	ctx := c.Request().Context()
+	id, err := incidentID(c)
+	if err != nil {
+		return err
+	}
+	ttl, ok := shareTTLs[c.FormValue("ttl")]
+	if !ok {
+		return badParam("ttl", "choose 24h, 168h or 720h")
+	}
+	now := h.d.Now()
+	link, err := h.d.Archive.CreateShare(ctx, id, strings.TrimSpace(c.FormValue("by")), now, now.Add(ttl))
+	if err != nil {
+		return archiveError(err, "by")
+	}
+	v, err := h.incidentView(c, false)
+	if err != nil {
+		return err
+	}
+	v.NewShareURL = h.shareURL(c, link.Token)
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return render(c, http.StatusCreated, views.IncidentPage(v))
+}
+
+func (h *Incidents) shareURL(c echo.Context, token string) string {
+	base := strings.TrimSuffix(h.d.BaseURL, "/")
+	if base == "" {
+		base = c.Scheme() + "://" + c.Request().Host
+	}
+	return base + "/share/" + url.PathEscape(token)
+}
+
+// Revoke revokes a share link of the incident.
+func (h *Incidents) Revoke(c echo.Context) error {
+	id, err := incidentID(c)
+	if err != nil {
+		return err
+	}
+	var sid int64
+	if _, err := fmt.Sscan(c.Param("share"), &sid); err != nil || sid <= 0 {
+		return badParam("share", "is not a share link number")
+	}
+	if err := h.d.Archive.RevokeShare(c.Request().Context(), id, sid, h.d.Now()); err != nil {
+		return archiveError(err, "share")
+	}
+	return redirect(c, views.IncidentPath(id))
+}
