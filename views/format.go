@@ -99,6 +99,9 @@ func formatUnit(unit string, v float64) string {
 	case "1/s":
 		return num(v) + " /s"
 	case "count":
+		if math.Abs(v) < 100 {
+			return strconv.FormatFloat(v, 'f', 1, 64)
+		}
 		return num(v)
 	case "tokens":
 		return num(v) + " tok"
