@@ -95,7 +95,9 @@ func (c *Cluster) addInstance(m *model) *instance {
 	n := m.nextPod
 	m.nextPod++
 	in := &instance{model: m, name: m.spec.PodPrefix + "-" + strconv.Itoa(n), cfg: m.cfg,
-		rng: rand.New(rand.NewPCG(uint64(c.seed), uint64(m.index*1000+n)))}
+		host: "gpu-node-" + strconv.Itoa(c.hosts),
+		rng:  rand.New(rand.NewPCG(uint64(c.seed), uint64(m.index*1000+n)))}
+	c.hosts++
 	in.hist = newHistograms(in.cfg.MaxModelLen)
 	in.cnt.acceptedPos = make([]float64, in.cfg.NumSpeculativeTokens)
 	in.setGPUs(c)
@@ -116,28 +118,15 @@ func (in *instance) setGPUs(c *Cluster) {
 		id := c.gpus
 		c.gpus++
 		h := uint64(c.seed)*0x9e3779b97f4a7c15 + uint64(id)*0xbf58476d1ce4e5b9
-		gs := gpuState{index: id % 8, clock: 1, throttle: 1,
+		gs := gpuState{index: i, clock: 1, throttle: 1,
 			uuid:    fmt.Sprintf("GPU-%08x-%04x-%04x-%04x-%012x", uint32(h), uint16(h>>32), uint16(h>>48), uint16(id), h&0xffffffffffff),
-			bus:     fmt.Sprintf("00000000:%02X:00.0", []int{0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB}[id%8]),
+			bus:     fmt.Sprintf("00000000:%02X:00.0", []int{0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB}[i%8]),
 			offsetC: float64(int(h%7)) - 3,
 		}
 		gs.tempC = H100.AmbientC + gs.offsetC + H100.ThermalCPerW*250
 		gs.memTempC = gs.tempC + 4
 		in.gpus[i] = gs
 	}
-}
-
-func (in *instance) host() string {
-	return "gpu-node-" + strconv.Itoa(in.model.index*16+instanceOrdinal(in))
-}
-
-func instanceOrdinal(in *instance) int {
-	for i, x := range in.model.instances {
-		if x == in {
-			return i
-		}
-	}
-	return 0
 }
 
 // Target is one instance's scrape endpoints: paths on Handler.

@@ -107,6 +107,7 @@ func (h histograms) clone() histograms {
 type instance struct {
 	model *model
 	name  string
+	host  string // the node the instance's GPUs are on
 	cfg   EngineConfig
 	gpus  []gpuState
 	rng   *rand.Rand

@@ -338,7 +338,7 @@ func (in *instance) walkGPU(w *walker) {
 		{"DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", "gauge", func(g *gpuState) float64 { return math.Round(g.pcieTX) }},
 		{"DCGM_FI_PROF_PCIE_RX_BYTES", "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", "gauge", func(g *gpuState) float64 { return math.Round(g.pcieRX) }},
 	}
-	host := in.host()
+	host := in.host
 	for _, f := range fields {
 		w.family(f.name, f.help, f.typ)
 		for i := range in.gpus {

@@ -46,6 +46,9 @@ func (c *Cluster) Inject(f Fault) (string, error) {
 		return "", fmt.Errorf("sim: inject: %w", err)
 	}
 	f.Scope.Model = ins[0].model.spec.Name // accept the pod prefix as a model name
+	if f.Scope.Instance != "" {
+		f.Scope.Instance = ins[0].name // accept an ordinal as an instance name
+	}
 	if f.Start.IsZero() {
 		f.Start = c.now
 	}
@@ -150,7 +153,7 @@ func applyFault(ph *physics, cause string, s float64, oneInstance bool, in *inst
 			ph.route *= 1 - 0.9*s
 		} else {
 			// max_num_seqs misconfigured very low.
-			ph.maxSeqs = max(6, int(math.Round(64*(1-s)*(1-s))))
+			ph.maxSeqs = max(1, int(math.Round(48*math.Pow(1-s, 2.5))))
 		}
 	case metrics.CauseTransportLatency:
 		ph.netDelayS += 0.05 + 1.5*s

@@ -61,6 +61,13 @@ func TestFaultEndpoint(t *testing.T) {
 	if list[0].Cause != metrics.CauseGPUThrottling || list[0].Instance != "llama-8b-1" || *list[0].Severity != 0.6 {
 		t.Errorf("listed %+v", list[0])
 	}
+	// An ordinal names the model's instance, and the fault lands on it.
+	if code, body := do(http.MethodPost, "/faults", `{"cause":"engine_errors","model":"qwen-32b","instance":"0"}`); code != http.StatusCreated {
+		t.Fatalf("inject by ordinal: %d %s", code, body)
+	}
+	if got := c.Faults()[1].Scope; got != (metrics.Scope{Model: "qwen2.5-32b-instruct", Instance: "qwen-32b-0"}) {
+		t.Errorf("ordinal fault scope = %+v", got)
+	}
 	if code, _ := do(http.MethodDelete, "/faults", ""); code != http.StatusNoContent {
 		t.Errorf("clear: %d", code)
 	}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -87,6 +88,10 @@ func planScenario(seed int64, i int) scenarioPlan {
 		hour = 5 * rng.Float64()
 	default:
 		hour = 24 * rng.Float64()
+	}
+	if p.label == metrics.CauseGPUUnderutilized && (hour < 8 || hour > 21) {
+		// A batch cap or a routing skew only shows while traffic flows.
+		hour = 8 + 13*rng.Float64()
 	}
 	p.at = scenarioWeek.AddDate(0, 0, day).Add(time.Duration(hour * float64(time.Hour))).Truncate(time.Minute)
 
@@ -218,7 +223,7 @@ func catalogValues(prev, cur []capture, profiling bool) metrics.Values {
 		}
 	}
 	hmean := func(id string, pick func(h *histograms) *histogram) {
-		set(id, delta(func(c *capture) float64 { return pick(&c.hist).sum*1e6 })/1e6,
+		set(id, delta(func(c *capture) float64 { return pick(&c.hist).sum * 1e6 })/1e6,
 			delta(func(c *capture) float64 { return pick(&c.hist).count }), 1000)
 	}
 	hp99 := func(id string, pick func(h *histograms) *histogram) {
@@ -310,7 +315,20 @@ func catalogValues(prev, cur []capture, profiling bool) metrics.Values {
 		v[metrics.Power] = power
 		v[metrics.GPUTemp] = temp
 	}
+	for id, x := range v {
+		v[id] = significant(x, 5)
+	}
 	return v
+}
+
+// significant rounds x to n significant digits, as a dashboard would show
+// it; it keeps the corpus compact.
+func significant(x float64, n int) float64 {
+	y, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', n, 64), 64)
+	if err != nil {
+		return x
+	}
+	return y
 }
 
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
