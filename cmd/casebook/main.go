@@ -26,6 +26,8 @@ func commands() map[string]command {
 		"simulate": {"run the simulated inference cluster or write labelled scenarios", simulateCmd},
 		"diagnose": {"diagnose snapshots (JSON or JSON Lines) from a file or stdin", diagnoseCmd},
 		"eval":     {"measure diagnosis accuracy on a labelled corpus", evalCmd},
+		"detect":   {"replay a timestamp,value CSV through the dynamic-threshold detector", detectCmd},
+		"backtest": {"compare dynamic thresholds with fixed ones on simulated labelled weeks", backtestCmd},
 		"rules":    {"print Prometheus recording rules (or --alerts: alerting rules) from the catalog", rulesCmd},
 	}
 }

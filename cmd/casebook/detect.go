@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/casebook/casebook/diagnose/forecast"
+	"github.com/casebook/casebook/metrics"
+)
+
+// detectCmd replays a timestamp,value CSV through the dynamic-threshold
+// detector, with only past data available at each step, and prints one
+// line per alert event.
+func detectCmd(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("detect", flag.ContinueOnError)
+	file := fs.String("csv", "", "CSV of timestamp,value with a header (default stdin)")
+	metric := fs.String("metric", "", "catalog id of the series, for its bad direction and unit (default: either direction, no unit)")
+	consecutive := fs.Int("consecutive", 3, "points in a row beyond the band to raise an alert")
+	maxBytes := fs.Int64("max-bytes", forecast.MaxCSVBytes, "largest accepted input in bytes")
+	if err := parseFlags(fs, args, env, stderr); err != nil {
+		return err
+	}
+	if *consecutive < 1 || *consecutive > 1000 {
+		return fmt.Errorf("%w: --consecutive must be 1..1000, got %d", errUsage, *consecutive)
+	}
+	id := *metric
+	if id != "" {
+		if _, ok := metrics.Lookup(id); !ok {
+			return fmt.Errorf("%w: --metric %q is not a catalog id", errUsage, id)
+		}
+	} else {
+		id = "value"
+	}
+	in := io.Reader(os.Stdin)
+	name := "stdin"
+	if *file != "" && *file != "-" {
+		f, err := os.Open(*file)
+		if err != nil {
+			return fmt.Errorf("detect: %w", err)
+		}
+		defer f.Close()
+		in, name = f, *file
+	}
+	samples, err := forecast.ReadCSV(in, *maxBytes)
+	if err != nil {
+		return fmt.Errorf("detect: %s: %w", name, err)
+	}
+	det := forecast.NewDetector(forecast.DetectorOptions{Consecutive: *consecutive})
+	fired := 0
+	for i, s := range samples {
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		a, ok := det.Observe(id, s.T, s.V)
+		if !ok {
+			continue
+		}
+		if a.State == forecast.Firing {
+			fired++
+		}
+		line := fmt.Sprintf("%s %-8s value=%.6g forecast=%.6g band=%.6g..%.6g since=%s",
+			a.At.Format(time.RFC3339), a.State, a.Value, a.Forecast, a.Lower, a.Upper, a.Start.Format(time.RFC3339))
+		if a.Message != "" {
+			line += " (" + a.Message + ")"
+		}
+		fmt.Fprintln(stdout, line)
+	}
+	st := det.Stats(id)
+	fmt.Fprintf(stderr, "detect: %d rows, %d alerts, sampling interval %s, skipped %d NaN and %d duplicate or out-of-order rows, %d level shifts\n",
+		len(samples), fired, det.Interval(id), st.NaN, st.OutOfOrder, st.Shifts)
+	if m := det.Model(id); m != nil {
+		fmt.Fprintf(stderr, "detect: last model: %s\n", m)
+	}
+	return nil
+}

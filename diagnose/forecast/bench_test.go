@@ -1,0 +1,74 @@
+package forecast
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/metrics"
+)
+
+// seasonalSeries is a clean daily+weekly series with Gaussian noise.
+func seasonalSeries(n int, step time.Duration, noise float64, seed uint64) []metrics.Sample {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	out := make([]metrics.Sample, n)
+	for i := range out {
+		t := start.Add(time.Duration(i) * step)
+		out[i] = metrics.Sample{T: t, V: seasonalMean(t) + noise*rng.NormFloat64()}
+	}
+	return out
+}
+
+func seasonalMean(t time.Time) float64 {
+	d := 2 * math.Pi * float64(t.Unix()%86400) / 86400
+	w := 2 * math.Pi * float64((t.Unix()+3*86400)%(7*86400)) / (7 * 86400)
+	return 100 + 20*math.Sin(d) + 8*math.Cos(2*d) + 10*math.Cos(w)
+}
+
+// BenchmarkFit fits five weeks of 1-minute data (50,400 samples).
+func BenchmarkFit(b *testing.B) {
+	s := seasonalSeries(5*7*1440, time.Minute, 2, 1)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Fit(s, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDetectorMinute feeds one minute of 2,000 series that already
+// have two weeks of history, refits included (each series refits hourly,
+// staggered), and reports the share of one core at a one-minute cadence.
+func BenchmarkDetectorMinute(b *testing.B) {
+	const series = 2000
+	hist := seasonalSeries(14*1440, time.Minute, 2, 2)
+	d := NewDetector(DetectorOptions{})
+	names := make([]string, series)
+	for s := range names {
+		names[s] = fmt.Sprintf("series_%d", s)
+	}
+	// Warm every series with the same history, then stagger the next
+	// refit so that 1/60 of the series refit each minute.
+	for s := range names {
+		for _, p := range hist {
+			d.Observe(names[s], p.T, p.V)
+		}
+		st := d.series[names[s]]
+		st.fittedAt = hist[len(hist)-1].T.Unix() - int64(s%60)*60
+	}
+	last := hist[len(hist)-1].T
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		t := last.Add(time.Duration(i+1) * time.Minute)
+		v := seasonalMean(t)
+		for s := range names {
+			d.Observe(names[s], t, v)
+		}
+	}
+	perMinute := time.Since(start) / time.Duration(b.N)
+	b.ReportMetric(100*perMinute.Seconds()/60, "%core")
+}

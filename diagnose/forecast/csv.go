@@ -1,0 +1,109 @@
+package forecast
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/casebook/casebook/metrics"
+)
+
+// MaxCSVBytes is the default input limit of ReadCSV (64 MiB, about two
+// million rows).
+const MaxCSVBytes = 64 << 20
+
+// ErrTooLarge is returned when a CSV exceeds its size limit.
+var ErrTooLarge = errors.New("forecast: input exceeds the size limit")
+
+// timeLayouts are the accepted timestamp forms.
+var timeLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02 15:04:05",
+	"2006-01-02T15:04:05",
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02 15:04",
+}
+
+// ParseTime parses an RFC 3339 timestamp or "YYYY-MM-DD HH:MM:SS" (taken
+// as UTC).
+func ParseTime(s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	for _, l := range timeLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("timestamp %q is neither RFC 3339 nor YYYY-MM-DD HH:MM:SS", s)
+}
+
+// ReadCSV reads "timestamp,value" rows (a header line first; further
+// columns are ignored) of at most limit bytes (MaxCSVBytes when limit <= 0)
+// and returns the samples sorted by time (stable, so duplicates keep their
+// input order). Empty values and "NaN" become NaN samples. A bad row is an
+// error that names its line.
+func ReadCSV(r io.Reader, limit int64) ([]metrics.Sample, error) {
+	if limit <= 0 {
+		limit = MaxCSVBytes
+	}
+	lr := &io.LimitedReader{R: r, N: limit + 1}
+	sc := bufio.NewScanner(lr)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	var out []metrics.Sample
+	line := 0
+	header := false
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(strings.TrimPrefix(sc.Text(), "\ufeff"))
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		fields := strings.Split(text, ",")
+		if len(fields) < 2 {
+			return nil, fmt.Errorf("forecast: csv line %d: want timestamp,value, got %q", line, clip(text))
+		}
+		ts := strings.Trim(strings.TrimSpace(fields[0]), `"`)
+		vs := strings.Trim(strings.TrimSpace(fields[1]), `"`)
+		if !header {
+			header = true
+			if _, err := ParseTime(ts); err != nil {
+				continue // the header line
+			}
+		}
+		t, err := ParseTime(ts)
+		if err != nil {
+			return nil, fmt.Errorf("forecast: csv line %d: %w", line, err)
+		}
+		v := math.NaN()
+		if vs != "" && !strings.EqualFold(vs, "nan") && !strings.EqualFold(vs, "null") {
+			v, err = strconv.ParseFloat(vs, 64)
+			if err != nil {
+				return nil, fmt.Errorf("forecast: csv line %d: value %q is not a number", line, clip(vs))
+			}
+		}
+		out = append(out, metrics.Sample{T: t, V: v})
+	}
+	if lr.N <= 0 {
+		return nil, fmt.Errorf("%w of %d bytes", ErrTooLarge, limit)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("forecast: csv line %d: %w", line+1, err)
+	}
+	if !header {
+		return nil, errors.New("forecast: csv is empty")
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].T.Before(out[j].T) })
+	return out, nil
+}
+
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "..."
+	}
+	return s
+}

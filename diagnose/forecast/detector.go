@@ -1,0 +1,486 @@
+package forecast
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/casebook/casebook/metrics"
+)
+
+// DetectorOptions configures a Detector. The zero value means the defaults
+// documented on each field.
+type DetectorOptions struct {
+	// Scope is copied into every alert.
+	Scope metrics.Scope
+	// Consecutive is how many points in a row must leave the band in the
+	// bad direction to raise an alert, and how many in a row back inside
+	// end it (default 3: three minutes at 1-minute data).
+	Consecutive int
+	// Refit is how old a model may get before it is refitted (default 1 h).
+	Refit time.Duration
+	// History is how much past data each series keeps for fitting
+	// (default 14 days: two weekly cycles).
+	History time.Duration
+	// Warmup is the number of points a series needs before it can alert
+	// (default 30).
+	Warmup int
+	// ShiftPoints is how many points in a row outside the band on one side
+	// count as a persistent level shift rather than an anomaly; the series
+	// is then refitted on the new level and any alert ends with a message
+	// saying so (default 120).
+	ShiftPoints int
+	// Model configures the fits. Its AbsFloor, when zero, comes from the
+	// metric's unit.
+	Model Options
+	// Lookup resolves a metric id to its catalog entry for the bad
+	// direction and unit (default metrics.Lookup). Unknown ids alert in
+	// both directions with no unit floor.
+	Lookup func(id string) (metrics.Metric, bool)
+}
+
+func (o DetectorOptions) withDefaults() DetectorOptions {
+	if o.Consecutive <= 0 {
+		o.Consecutive = 3
+	}
+	if o.Refit <= 0 {
+		o.Refit = time.Hour
+	}
+	if o.History <= 0 {
+		o.History = 14 * Day
+	}
+	if o.Warmup <= 0 {
+		o.Warmup = 30
+	}
+	if o.ShiftPoints <= 0 {
+		o.ShiftPoints = 120
+	}
+	if o.ShiftPoints <= o.Consecutive {
+		o.ShiftPoints = o.Consecutive + 1
+	}
+	if o.Lookup == nil {
+		o.Lookup = metrics.Lookup
+	}
+	return o
+}
+
+// State is what an Alert reports.
+type State string
+
+// Alert states.
+const (
+	// Firing: the series has left its band in the bad direction for
+	// Consecutive points.
+	Firing State = "firing"
+	// Resolved: a firing series is back in its band for Consecutive points,
+	// or its departure turned out to be a persistent level shift (the
+	// message says which).
+	Resolved State = "resolved"
+	// Shifted: a persistent level shift in the good direction was absorbed
+	// by a refit; informational.
+	Shifted State = "shifted"
+)
+
+// Alert is one detector event for one metric.
+type Alert struct {
+	Scope    metrics.Scope
+	Metric   string
+	State    State
+	Start    time.Time // first point of the out-of-band run
+	At       time.Time // the point that produced this event
+	Value    float64
+	Forecast float64
+	Lower    float64
+	Upper    float64
+	// Direction is the side the value left the band on: Up or Down.
+	Direction metrics.Direction
+	// Z is the value's distance from the forecast in robust standard
+	// errors (signed).
+	Z       float64
+	Message string
+}
+
+// String renders the alert on one line.
+func (a Alert) String() string {
+	s := fmt.Sprintf("%s %s %s value=%.6g forecast=%.6g band=%.6g..%.6g z=%+.1f",
+		a.At.UTC().Format(time.RFC3339), a.State, a.Metric, a.Value, a.Forecast, a.Lower, a.Upper, a.Z)
+	if a.Message != "" {
+		s += " (" + a.Message + ")"
+	}
+	return s
+}
+
+// Stats counts what a series' input looked like.
+type Stats struct {
+	Points     int // accepted points
+	NaN        int // NaN or infinite values skipped
+	OutOfOrder int // duplicate or earlier timestamps skipped
+	Gaps       int // gaps that reset the consecutive count
+	Refits     int
+	Shifts     int
+}
+
+// Detector raises alerts when a series leaves its seasonal forecast band in
+// its bad direction. It keeps a short history per metric and refits each
+// model on past data only. It is safe for concurrent use.
+type Detector struct {
+	opts   DetectorOptions
+	mu     sync.Mutex
+	series map[string]*seriesState
+}
+
+// NewDetector returns a detector with the options' defaults filled in.
+func NewDetector(opts DetectorOptions) *Detector {
+	return &Detector{opts: opts.withDefaults(), series: map[string]*seriesState{}}
+}
+
+type seriesState struct {
+	metric   metrics.Metric
+	known    bool
+	opts     Options
+	hist     []point
+	head     int // hist[head:] is live
+	model    *Model
+	fittedAt int64
+	fitN     int
+	last     int64
+	hasLast  bool
+	interval int64 // estimated sampling interval, seconds
+	diffs    []int64
+	shifts   []time.Time
+
+	firing   bool
+	badRun   int
+	badStart int64
+	inRun    int
+	outRun   int
+	outSide  int
+	outStart int64
+	outVals  []float64
+	alertDir metrics.Direction
+	stats    Stats
+}
+
+// Stats returns the input counters of one metric.
+func (d *Detector) Stats(metric string) Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if st, ok := d.series[metric]; ok {
+		return st.stats
+	}
+	return Stats{}
+}
+
+// Model returns the current model of one metric, nil before the first fit.
+func (d *Detector) Model(metric string) *Model {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if st, ok := d.series[metric]; ok {
+		return st.model
+	}
+	return nil
+}
+
+// Firing reports whether the metric has an open alert.
+func (d *Detector) Firing(metric string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st, ok := d.series[metric]
+	return ok && st.firing
+}
+
+// Observe feeds one point of one metric and returns an event when an alert
+// opens or ends or the series shifted level. Points must come in time
+// order: a duplicate or earlier timestamp, NaN or an infinite value is
+// counted and skipped. The point is judged against a model fitted on
+// earlier points only, and then added to the history.
+func (d *Detector) Observe(metric string, t time.Time, v float64) (Alert, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st, ok := d.series[metric]
+	if !ok {
+		st = d.newSeries(metric)
+		d.series[metric] = st
+	}
+	return d.observe(st, metric, t.Unix(), v)
+}
+
+func (d *Detector) newSeries(metric string) *seriesState {
+	st := &seriesState{opts: d.opts.Model}
+	st.metric, st.known = d.opts.Lookup(metric)
+	if !st.known {
+		st.metric = metrics.Metric{ID: metric, Bad: metrics.Both}
+	}
+	if st.opts.AbsFloor == 0 {
+		st.opts.AbsFloor = UnitFloor(st.metric.Unit)
+	}
+	return st
+}
+
+func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64) (Alert, bool) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		st.stats.NaN++
+		return Alert{}, false
+	}
+	if st.hasLast && sec <= st.last {
+		st.stats.OutOfOrder++
+		return Alert{}, false
+	}
+	if st.hasLast {
+		gap := sec - st.last
+		st.noteDiff(gap)
+		if st.interval > 0 && gap > 5*st.interval && gap > 2*60 {
+			// A gap breaks runs: K points in a row must be K
+			// consecutive samples.
+			st.stats.Gaps++
+			st.badRun, st.outRun, st.outVals = 0, 0, st.outVals[:0]
+		}
+		if time.Duration(gap)*time.Second > d.opts.History {
+			st.hist, st.head, st.model = st.hist[:0], 0, nil
+		}
+	}
+	st.last, st.hasLast = sec, true
+	st.stats.Points++
+	defer st.append(point{sec, v}, d.opts.History)
+
+	d.maybeRefit(st, sec)
+	if st.model == nil || len(st.hist)-st.head < d.opts.Warmup {
+		return Alert{}, false
+	}
+	at := time.Unix(sec, 0).UTC()
+	f, lo, hi := st.model.Predict(at)
+	side := 0
+	switch {
+	case v > hi:
+		side = 1
+	case v < lo:
+		side = -1
+	}
+	se := st.model.StdErr(at)
+	z := 0.0
+	if se > 0 {
+		z = (v - f) / se
+	}
+	mk := func(state State, start int64, dir metrics.Direction, msg string) Alert {
+		return Alert{Scope: d.opts.Scope, Metric: metric, State: state, Start: time.Unix(start, 0).UTC(),
+			At: at, Value: v, Forecast: f, Lower: lo, Upper: hi, Direction: dir, Z: z, Message: msg}
+	}
+
+	// Persistent departures on one side are level shifts, in either
+	// direction: refit on the new level instead of alerting forever.
+	if side != 0 && side == st.outSide {
+		st.outRun++
+	} else {
+		st.outRun, st.outSide, st.outStart, st.outVals = 0, side, sec, st.outVals[:0]
+		if side != 0 {
+			st.outRun = 1
+		}
+	}
+	if side != 0 {
+		st.outVals = append(st.outVals, v)
+	}
+	if st.outRun >= d.opts.ShiftPoints {
+		msg := d.absorbShift(st, sec, v)
+		wasFiring := st.firing
+		start := st.outStart
+		st.firing, st.badRun, st.inRun, st.outRun, st.outSide, st.outVals = false, 0, 0, 0, 0, st.outVals[:0]
+		if wasFiring {
+			return mk(Resolved, start, st.alertDir, msg), true
+		}
+		return mk(Shifted, start, dirOf(side), msg), true
+	}
+
+	bad := side != 0 && (st.metric.Bad == metrics.Both || side == int(st.metric.Bad))
+	if !st.firing {
+		if bad && (st.badRun == 0 || dirOf(side) == st.alertDir) {
+			if st.badRun == 0 {
+				st.badStart, st.alertDir = sec, dirOf(side)
+			}
+			st.badRun++
+		} else if bad {
+			st.badRun, st.badStart, st.alertDir = 1, sec, dirOf(side)
+		} else {
+			st.badRun = 0
+		}
+		if st.badRun >= d.opts.Consecutive {
+			st.firing, st.inRun = true, 0
+			return mk(Firing, st.badStart, st.alertDir, ""), true
+		}
+		return Alert{}, false
+	}
+	if bad && dirOf(side) == st.alertDir {
+		st.inRun = 0
+		return Alert{}, false
+	}
+	st.inRun++
+	if st.inRun >= d.opts.Consecutive {
+		st.firing, st.badRun, st.inRun = false, 0, 0
+		return mk(Resolved, st.badStart, st.alertDir, ""), true
+	}
+	return Alert{}, false
+}
+
+func dirOf(side int) metrics.Direction {
+	if side > 0 {
+		return metrics.Up
+	}
+	return metrics.Down
+}
+
+// absorbShift handles a persistent departure that began at st.outStart. A
+// change of scale (a unit change such as seconds to milliseconds) restarts
+// the history at the shift; a change of level adds a level step so the fit
+// keeps its seasonal shape. It refits and returns the message for the event.
+func (d *Detector) absorbShift(st *seriesState, sec int64, v float64) string {
+	st.stats.Shifts++
+	start := time.Unix(st.outStart, 0).UTC()
+	post := append([]float64(nil), st.outVals...)
+	newLevel := median(post)
+	old := make([]float64, 0, len(st.hist)-st.head)
+	for _, p := range st.hist[st.head:] {
+		if p.t < st.outStart {
+			old = append(old, p.v)
+		}
+	}
+	oldLevel := median(old)
+	ratio := math.Inf(1)
+	if oldLevel != 0 && newLevel != 0 && (oldLevel > 0) == (newLevel > 0) {
+		ratio = math.Max(newLevel/oldLevel, oldLevel/newLevel)
+	}
+	var msg string
+	if ratio >= 5 || math.IsInf(ratio, 1) && oldLevel != 0 {
+		// Keep only the points since the shift.
+		kept := st.hist[:0]
+		for _, p := range st.hist[st.head:] {
+			if p.t >= st.outStart {
+				kept = append(kept, p)
+			}
+		}
+		st.hist, st.head, st.shifts = kept, 0, nil
+		msg = fmt.Sprintf("scale change since %s: level %.6g -> %.6g (unit change?); forecast restarted from the new data",
+			start.Format(time.RFC3339), oldLevel, newLevel)
+	} else {
+		st.shifts = append(st.shifts, start)
+		if len(st.shifts) > 4 {
+			st.shifts = st.shifts[len(st.shifts)-4:]
+		}
+		msg = fmt.Sprintf("level shift since %s: %.6g -> %.6g persisted %d points; refitted with a level step",
+			start.Format(time.RFC3339), oldLevel, newLevel, len(post))
+	}
+	// The current point is appended after the refit; include the run.
+	d.refit(st, sec)
+	return msg
+}
+
+func (st *seriesState) noteDiff(gap int64) {
+	if len(st.diffs) < 64 {
+		st.diffs = append(st.diffs, gap)
+	} else {
+		st.diffs[st.stats.Points%64] = gap
+	}
+	// Re-estimate often while young, then every 64 points.
+	if len(st.diffs) < 64 || st.stats.Points%64 == 0 {
+		tmp := make([]int64, len(st.diffs))
+		copy(tmp, st.diffs)
+		sort.Slice(tmp, func(i, j int) bool { return tmp[i] < tmp[j] })
+		st.interval = tmp[len(tmp)/2]
+	}
+}
+
+// Interval returns the sampling interval the detector inferred for a
+// metric (the median of recent gaps), 0 before the second point.
+func (d *Detector) Interval(metric string) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if st, ok := d.series[metric]; ok {
+		return time.Duration(st.interval) * time.Second
+	}
+	return 0
+}
+
+func (st *seriesState) append(p point, keep time.Duration) {
+	st.hist = append(st.hist, p)
+	cut := p.t - int64(keep/time.Second)
+	for st.head < len(st.hist) && st.hist[st.head].t < cut {
+		st.head++
+	}
+	if st.head > 1024 && st.head > len(st.hist)/2 {
+		n := copy(st.hist, st.hist[st.head:])
+		st.hist, st.head = st.hist[:n], 0
+	}
+}
+
+func (d *Detector) maybeRefit(st *seriesState, sec int64) {
+	n := len(st.hist) - st.head
+	if n == 0 {
+		return
+	}
+	due := st.model == nil ||
+		sec-st.fittedAt >= int64(d.opts.Refit/time.Second) ||
+		// Young series refit as their history doubles, so they move from
+		// a level to a trend to a seasonal model quickly.
+		(st.model.Kind() != KindSeasonal && n >= 2*st.fitN && n >= 8)
+	if due {
+		d.refit(st, sec)
+	}
+}
+
+func (d *Detector) refit(st *seriesState, sec int64) {
+	pts := st.hist[st.head:]
+	if len(pts) == 0 {
+		st.model = nil
+		return
+	}
+	opts := st.opts
+	opts.Shifts = st.shifts
+	st.model = fitSorted(pts, opts.withDefaults())
+	st.fittedAt, st.fitN = sec, len(pts)
+	st.stats.Refits++
+}
+
+// Group is the anomalies of one scope that fired in the same minute.
+type Group struct {
+	Scope   metrics.Scope
+	Minute  time.Time // the minute, truncated, UTC
+	Alerts  []Alert
+	Metrics []string // the alerts' metrics, sorted
+}
+
+// GroupAlerts turns firing alerts into one group per scope and minute, so
+// simultaneous anomalies of one scope open one incident. Events other than
+// Firing are ignored. Groups come sorted by minute, then scope.
+func GroupAlerts(alerts []Alert) []Group {
+	type key struct {
+		scope metrics.Scope
+		min   int64
+	}
+	idx := map[key]int{}
+	var out []Group
+	for _, a := range alerts {
+		if a.State != Firing {
+			continue
+		}
+		m := a.At.UTC().Truncate(time.Minute)
+		k := key{a.Scope, m.Unix()}
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, Group{Scope: a.Scope, Minute: m})
+		}
+		out[i].Alerts = append(out[i].Alerts, a)
+		out[i].Metrics = append(out[i].Metrics, a.Metric)
+	}
+	for i := range out {
+		sort.Strings(out[i].Metrics)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].Minute.Equal(out[j].Minute) {
+			return out[i].Minute.Before(out[j].Minute)
+		}
+		return out[i].Scope.String() < out[j].Scope.String()
+	})
+	return out
+}
