@@ -1,0 +1,65 @@
+package handlers_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/casebook/casebook/handlers"
+)
+
+func TestDecodeAlertmanager(t *testing.T) {
+	good := alertBody("firing", "a1b2c3d4e5f60718", "llama-70b", "llama-70b-1", "TTFT high", `,"someNewKey":[1,2,3]`)
+	tests := []struct {
+		name    string
+		body    string
+		wantErr string
+	}{
+		{"reference message with unknown keys", good, ""},
+		{"empty", "", "not valid JSON"},
+		{"array", "[]", "should be"},
+		{"version missing", `{"alerts":[]}`, "version"},
+		{"version 3", strings.Replace(good, `"version":"4"`, `"version":"3"`, 1), "version"},
+		{"no fingerprint", strings.Replace(good, `"fingerprint":"a1b2c3d4e5f60718"`, `"fingerprint":""`, 1), "fingerprint"},
+		{"no startsAt", strings.Replace(good, `"startsAt":"2026-11-30T04:52:00.123456789Z",`, ``, 1), "startsAt"},
+		{"bad time", strings.Replace(good, `"startsAt":"2026-11-30T04:52:00.123456789Z"`, `"startsAt":"yesterday"`, 1), "JSON"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := handlers.DecodeAlertmanager([]byte(tc.body))
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("decode: %v", err)
+				}
+				if len(m.Alerts) != 1 || m.Alerts[0].Labels["model_name"] != "llama-70b" || m.Alerts[0].StartsAt.Nanosecond() != 123456789 {
+					t.Errorf("decoded %+v", m)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("err = %v, want one mentioning %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func FuzzDecodeAlertmanager(f *testing.F) {
+	f.Add([]byte(alertBody("firing", "a1b2c3d4e5f60718", "llama-70b", "llama-70b-1", "TTFT high", "")))
+	f.Add([]byte(alertBody("resolved", "x", "", "", "", `,"k":{}`)))
+	f.Add([]byte(`{"version":"4","alerts":[{}]}`))
+	f.Add([]byte(`{"version":"4","alerts":null}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		m, err := handlers.DecodeAlertmanager(body)
+		if err != nil {
+			return
+		}
+		// Whatever decodes must satisfy the checks the handler relies on.
+		if m.Version != "4" || len(m.Alerts) == 0 || len(m.Alerts) > handlers.MaxAlertsPerMessage {
+			t.Fatalf("accepted message breaks the envelope rules: %+v", m)
+		}
+		for _, a := range m.Alerts {
+			if (a.Status != "firing" && a.Status != "resolved") || a.Fingerprint == "" || len(a.Fingerprint) > 64 || a.StartsAt.IsZero() {
+				t.Fatalf("accepted alert breaks the rules: %+v", a)
+			}
+		}
+	})
+}
