@@ -3,10 +3,248 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/store"
+	"github.com/casebook/casebook/telemetry"
+	"github.com/casebook/casebook/telemetry/sim"
+	"github.com/casebook/casebook/views"
+	"github.com/casebook/casebook/web"
 )
 
-// serveCmd is wired in a later change.
-func serveCmd(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
-	return errors.New("serve: not available in this build yet")
+// serveConfig is everything `casebook serve` reads from flags or CASEBOOK_*.
+type serveConfig struct {
+	Listen         string
+	Data           string
+	PrometheusURL  string
+	Targets        listFlag
+	DCGM           string
+	WebhookToken   string
+	ScrapeInterval time.Duration
+	InstanceLabel  string
+	BaseURL        string
+	InsecureNoAuth bool
+	LogLevel       string
 }
+
+func parseServe(args []string, env func(string) string, stderr io.Writer) (serveConfig, error) {
+	var c serveConfig
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.StringVar(&c.Listen, "listen", "127.0.0.1:8080", "address to serve the console on")
+	fs.StringVar(&c.Data, "data", "./data", "data directory: SQLite archive and embedded TSDB")
+	fs.StringVar(&c.PrometheusURL, "prometheus-url", "", "query this Prometheus-compatible API (Prometheus, Thanos, Mimir, VictoriaMetrics) instead of the embedded TSDB")
+	fs.Var(&c.Targets, "targets", "engine and exporter /metrics URLs to scrape, as URL or INSTANCE=URL (comma-separated or repeated)")
+	fs.StringVar(&c.DCGM, "dcgm", "", `collect GPU fields through DCGM: "embedded" or the host:port of nv-hostengine`)
+	fs.StringVar(&c.WebhookToken, "webhook-token", "", "bearer token Alertmanager must send to /api/v1/alerts/alertmanager")
+	fs.DurationVar(&c.ScrapeInterval, "scrape-interval", 5*time.Second, "scrape interval of the embedded scraper")
+	fs.StringVar(&c.InstanceLabel, "instance-label", "pod", "label that names an engine instance")
+	fs.StringVar(&c.BaseURL, "base-url", "", "external URL of the console, used in share and postmortem links (default http://LISTEN)")
+	fs.BoolVar(&c.InsecureNoAuth, "insecure-no-auth", false, "allow listening on a non-loopback address without authentication")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	if err := parseFlags(fs, args, env, stderr); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("%w: serve takes no arguments, got %q", errUsage, fs.Args())
+	}
+	if err := checkListen(c.Listen, c.InsecureNoAuth); err != nil {
+		return c, err
+	}
+	if c.BaseURL == "" {
+		c.BaseURL = "http://" + c.Listen
+	}
+	return c, nil
+}
+
+// checkListen refuses to expose the console beyond this machine while it
+// has no authentication, unless the operator says so explicitly.
+func checkListen(addr string, insecure bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%w: --listen %q: %v", errUsage, addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	if !insecure {
+		return fmt.Errorf("%w: --listen %q is reachable from other machines and Casebook has no authentication configured; listen on 127.0.0.1 or pass --insecure-no-auth", errUsage, addr)
+	}
+	return nil
+}
+
+func parseTargets(list []string) ([]telemetry.Target, error) {
+	var out []telemetry.Target
+	for _, t := range list {
+		tg := telemetry.Target{URL: t}
+		if name, u, ok := strings.Cut(t, "="); ok && !strings.Contains(name, "/") {
+			tg = telemetry.Target{URL: u, Labels: map[string]string{"pod": name}}
+		}
+		if !strings.HasPrefix(tg.URL, "http://") && !strings.HasPrefix(tg.URL, "https://") {
+			return nil, fmt.Errorf("%w: --targets %q: want http(s)://host:port/metrics or INSTANCE=URL", errUsage, t)
+		}
+		out = append(out, tg)
+	}
+	return out, nil
+}
+
+func newLogger(level string, w io.Writer) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("%w: --log-level %q: %v", errUsage, level, err)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+func serveCmd(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := parseServe(args, env, stderr)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(cfg.LogLevel, stderr)
+	if err != nil {
+		return err
+	}
+	targets, err := parseTargets(cfg.Targets)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
+		return fmt.Errorf("serve: data directory: %w", err)
+	}
+	demo := cfg.PrometheusURL == "" && len(targets) == 0
+	if cfg.InstanceLabel != "pod" {
+		for i := range targets {
+			if v, ok := targets[i].Labels["pod"]; ok {
+				delete(targets[i].Labels, "pod")
+				targets[i].Labels[cfg.InstanceLabel] = v
+			}
+		}
+	}
+
+	st, err := store.Open(ctx, filepath.Join(cfg.Data, "casebook.db"))
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer st.Close()
+
+	if demo {
+		log.Info("no --prometheus-url and no --targets: starting the demo cluster and back-filling a week of history")
+	}
+	began := time.Now()
+	tel, err := telemetry.Open(ctx, telemetry.Options{
+		DataDir:        cfg.Data,
+		PrometheusURL:  cfg.PrometheusURL,
+		Targets:        targets,
+		Demo:           demo,
+		ScrapeInterval: cfg.ScrapeInterval,
+		InstanceLabel:  cfg.InstanceLabel,
+		DCGM:           cfg.DCGM,
+		Logger:         log,
+	})
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer tel.Close()
+	log.Info("telemetry ready", "mode", mode(cfg, demo), "took", time.Since(began).Round(time.Millisecond))
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	engine := diagnose.New(diagnose.Options{})
+
+	var layout func(title, nav string) views.LayoutView
+	inc := handlers.NewIncidents(handlers.IncidentDeps{
+		Archive:    st,
+		Capture:    tel,
+		Diagnoser:  engine,
+		AlertToken: cfg.WebhookToken,
+		Layout:     func(title, nav string) views.LayoutView { return layout(title, nav) },
+		BaseURL:    cfg.BaseURL,
+		Logger:     log,
+	})
+	opts := web.Options{
+		Telemetry:      tel,
+		Diagnoser:      engine,
+		Incidents:      inc,
+		IncidentOpener: inc,
+		Logger:         log,
+		Registry:       reg,
+	}
+	if c := tel.Simulator(); c != nil {
+		opts.Faults = simFaults{c}
+	}
+	srv := web.New(opts)
+	layout = srv.Handlers.Layout
+
+	httpSrv := &http.Server{
+		Addr:              cfg.Listen,
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      90 * time.Second,
+		IdleTimeout:       120 * time.Second,
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	fmt.Fprintf(stdout, "casebook: serving the console on http://%s\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- httpSrv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := httpSrv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: shutdown: %w", err)
+	}
+	return nil
+}
+
+func mode(cfg serveConfig, demo bool) string {
+	switch {
+	case cfg.PrometheusURL != "":
+		return "remote " + cfg.PrometheusURL
+	case demo:
+		return "demo"
+	default:
+		return fmt.Sprintf("embedded, %d targets", len(cfg.Targets))
+	}
+}
+
+// simFaults adapts the demo cluster to the console's fault panel.
+type simFaults struct{ c *sim.Cluster }
+
+func (s simFaults) Inject(f handlers.Fault) (string, error) {
+	return s.c.Inject(sim.Fault{Cause: f.Cause, Scope: f.Scope, Severity: f.Severity, Start: f.Start, Duration: f.Duration})
+}
+
+func (s simFaults) Faults() []handlers.Fault {
+	var out []handlers.Fault
+	for _, f := range s.c.Faults() {
+		out = append(out, handlers.Fault{Cause: f.Cause, Scope: f.Scope, Severity: f.Severity, Start: f.Start, Duration: f.Duration})
+	}
+	return out
+}
+
+func (s simFaults) ClearFaults() { s.c.ClearFaults() }
