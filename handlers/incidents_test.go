@@ -27,7 +27,7 @@ type archiveFixture struct {
 	st *store.Store
 }
 
-func newArchiveFixture(t *testing.T) *archiveFixture {
+func newArchiveFixture(t testing.TB) *archiveFixture {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "casebook.db"))
 	if err != nil {
@@ -62,7 +62,7 @@ func alertBody(status, fingerprint, model, pod, summary string, extra string) st
 		status, extra, status, model, pod, summary, ends, fingerprint)
 }
 
-func (f *archiveFixture) postAlert(t *testing.T, body string, token string) response {
+func (f *archiveFixture) postAlert(t testing.TB, body string, token string) response {
 	t.Helper()
 	hdr := map[string]string{"Content-Type": "application/json"}
 	if token != "" {
@@ -75,7 +75,7 @@ type alertReply struct {
 	Alerts []handlers.AlertResult `json:"alerts"`
 }
 
-func decodeReply(t *testing.T, r response) alertReply {
+func decodeReply(t testing.TB, r response) alertReply {
 	t.Helper()
 	var rep alertReply
 	if err := json.Unmarshal([]byte(r.body), &rep); err != nil {
@@ -181,7 +181,7 @@ func TestWebhookDisabledWithoutToken(t *testing.T) {
 }
 
 // openViaAlert opens one incident and returns its id.
-func (f *archiveFixture) openViaAlert(t *testing.T, fp, summary string) int64 {
+func (f *archiveFixture) openViaAlert(t testing.TB, fp, summary string) int64 {
 	t.Helper()
 	rep := decodeReply(t, f.postAlert(t, alertBody("firing", fp, "llama-70b", "llama-70b-1", summary, ""), alertToken))
 	if len(rep.Alerts) != 1 || rep.Alerts[0].IncidentID == 0 {
@@ -441,4 +441,22 @@ func TestDiagnoseNowOpensIncident(t *testing.T) {
 	if f.diag.Calls() != 1 {
 		t.Errorf("engine ran %d times for one click, want 1", f.diag.Calls())
 	}
+}
+
+// BenchmarkIncidentPageHTTP serves the full incident page (store read,
+// chart layout from the archived windows, render) over HTTP.
+func BenchmarkIncidentPageHTTP(b *testing.B) {
+	f := newArchiveFixture(b)
+	id := f.openViaAlert(b, "00000000000000ff", "KV storm")
+	for i := 0; i < 5; i++ {
+		body, hdr := form("body", fmt.Sprintf("note %d", i), "by", "ana")
+		f.do(b, http.MethodPost, fmt.Sprintf("/incidents/%d/notes", id), body, hdr)
+	}
+	path := fmt.Sprintf("/incidents/%d", id)
+	for b.Loop() {
+		if r := f.do(b, http.MethodGet, path, nil, nil); r.status != 200 {
+			b.Fatalf("status %d", r.status)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -457,5 +458,45 @@ func TestNotesLimits(t *testing.T) {
 				t.Errorf("err = %v, want %v", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestOpenPaths(t *testing.T) {
+	tests := []struct {
+		name    string
+		sub     string
+		wantErr bool
+	}{
+		{"plain", "casebook.db", false},
+		{"URI characters in the path", "a dir #1 ?x=y&z/c.db", false},
+		{"missing directory", "no/such/dir/c.db", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), tc.sub)
+			if !tc.wantErr {
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := store.Open(context.Background(), p)
+			if tc.wantErr {
+				if err == nil {
+					s.Close()
+					t.Fatal("open succeeded")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			if _, err := os.Stat(p); err != nil {
+				t.Errorf("database not at %q: %v", p, err)
+			}
+		})
+	}
+	if _, err := store.Open(context.Background(), ""); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("empty path: %v, want ErrInvalid", err)
 	}
 }
