@@ -21,12 +21,113 @@ type chromeEvent struct {
 	Tid  flexID      `json:"tid"`
 	Ts   json.Number `json:"ts"`
 	Dur  json.Number `json:"dur"`
-	Args *chromeArgs `json:"args"`
+	Args chromeArgs  `json:"args"`
 }
 
+// chromeArgs holds the two args Casebook reads. Its UnmarshalJSON scans
+// the (already validated) object for its top-level "device" and "stream"
+// keys and skips everything else without reflection: kernel args carry a
+// dozen fields, and decoding them dominated the parse time.
 type chromeArgs struct {
-	Device flexID `json:"device"`
-	Stream flexID `json:"stream"`
+	Device flexID
+	Stream flexID
+}
+
+func (a *chromeArgs) UnmarshalJSON(b []byte) error {
+	*a = chromeArgs{}
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		if string(b[i:]) == "null" {
+			return nil
+		}
+		return fmt.Errorf("args is not an object")
+	}
+	i++
+	for {
+		i = skipSpace(b, i)
+		if i >= len(b) || b[i] == '}' {
+			return nil
+		}
+		if b[i] == ',' {
+			i++
+			continue
+		}
+		if b[i] != '"' {
+			return fmt.Errorf("args: malformed object")
+		}
+		kEnd := skipString(b, i)
+		key := b[i:kEnd]
+		i = skipSpace(b, kEnd)
+		if i >= len(b) || b[i] != ':' {
+			return fmt.Errorf("args: malformed object")
+		}
+		i = skipSpace(b, i+1)
+		vEnd := skipJSONValue(b, i)
+		switch string(key) {
+		case `"device"`:
+			if err := a.Device.UnmarshalJSON(b[i:vEnd]); err != nil {
+				return fmt.Errorf("args.device: %w", err)
+			}
+		case `"stream"`:
+			if err := a.Stream.UnmarshalJSON(b[i:vEnd]); err != nil {
+				return fmt.Errorf("args.stream: %w", err)
+			}
+		}
+		i = vEnd
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at b[i] == '"'.
+func skipString(b []byte, i int) int {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+	return len(b)
+}
+
+// skipJSONValue returns the index after the value starting at b[i]. The
+// input has been validated by encoding/json, so only the structure matters.
+func skipJSONValue(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return skipString(b, i)
+	case '{', '[':
+		depth := 0
+		for ; i < len(b); i++ {
+			switch b[i] {
+			case '"':
+				i = skipString(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+		return len(b)
+	default:
+		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\n' && b[i] != '\t' && b[i] != '\r' {
+			i++
+		}
+		return i
+	}
 }
 
 type chromeDevice struct {
@@ -185,7 +286,6 @@ func (p *chromeParser) parse() error {
 // events reads trace events up to the closing bracket of the array.
 func (p *chromeParser) events() error {
 	var ev chromeEvent
-	var args chromeArgs
 	for p.dec.More() {
 		if p.b.t.Events >= p.opts.MaxEvents {
 			return fmt.Errorf("%w: more than %d events", ErrLimit, p.opts.MaxEvents)
@@ -196,8 +296,6 @@ func (p *chromeParser) events() error {
 			}
 		}
 		ev = chromeEvent{}
-		args = chromeArgs{}
-		ev.Args = &args
 		if err := p.dec.Decode(&ev); err != nil {
 			return fmt.Errorf("event %d: %w", p.b.t.Events, err)
 		}
@@ -271,10 +369,10 @@ func (p *chromeParser) event(ev *chromeEvent) error {
 		return fmt.Errorf("ts out of range")
 	}
 	device, stream := ev.Pid, ev.Tid
-	if ev.Args != nil && ev.Args.Device.set {
+	if ev.Args.Device.set {
 		device = ev.Args.Device
 	}
-	if ev.Args != nil && ev.Args.Stream.set {
+	if ev.Args.Stream.set {
 		stream = ev.Args.Stream
 	}
 	if ev.Name == "" {

@@ -1,6 +1,7 @@
 package traces
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 )
@@ -28,26 +29,41 @@ func (g *jsonGuard) Read(p []byte) (int, error) {
 		return 0, g.err
 	}
 	n, err := g.r.Read(p)
-	for i := 0; i < n; i++ {
-		c := p[i]
+	buf := p[:n]
+	for i := 0; i < len(buf); i++ {
 		if g.inString {
-			switch {
-			case g.escape:
+			if g.escape {
 				g.escape = false
-			case c == '\\':
-				g.escape = true
-			case c == '"':
-				g.inString = false
+				g.strLen++
 				continue
 			}
-			g.strLen++
+			// Fast path: jump to the next quote or backslash.
+			end := len(buf)
+			if k := bytes.IndexByte(buf[i:], '"'); k >= 0 {
+				end = i + k
+			}
+			j := end
+			if k := bytes.IndexByte(buf[i:end], '\\'); k >= 0 {
+				j = i + k
+			}
+			g.strLen += j - i
 			if g.strLen > g.maxString {
-				g.err = fmt.Errorf("%w: string longer than %d bytes at offset %d", ErrLimit, g.maxString, g.offset+int64(i))
+				g.err = fmt.Errorf("%w: string longer than %d bytes at offset %d", ErrLimit, g.maxString, g.offset+int64(j))
 				return i, g.err
+			}
+			if j == len(buf) {
+				break
+			}
+			i = j
+			if buf[j] == '\\' {
+				g.escape = true
+				g.strLen++
+			} else {
+				g.inString = false
 			}
 			continue
 		}
-		switch c {
+		switch buf[i] {
 		case '"':
 			g.inString = true
 			g.strLen = 0
