@@ -162,6 +162,9 @@ func (h *Incidents) Alertmanager(c echo.Context) error {
 				r.Status, r.Reason, failed = "failed", "could not be stored", true
 			default:
 				r.Status, r.IncidentID = "resolved", id
+				if inc, err := h.d.Archive.Incident(ctx, id); err == nil {
+					h.completeWindows(ctx, &inc) // archive the minutes after the trigger now
+				}
 			}
 		case "firing":
 			r = h.openFromAlert(c, msg, a)

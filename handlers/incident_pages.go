@@ -64,6 +64,7 @@ func (h *Incidents) incidentView(c echo.Context, readOnly bool) (views.IncidentV
 	if err != nil {
 		return views.IncidentView{}, archiveError(err, "id")
 	}
+	h.completeWindows(ctx, &p.Incident)
 	var shares []store.ShareLink
 	if !readOnly {
 		if shares, err = h.d.Archive.Shares(ctx, id); err != nil {

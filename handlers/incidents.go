@@ -36,6 +36,7 @@ type Archive interface {
 	ResolveShare(ctx context.Context, token string, now time.Time) (store.ShareLink, error)
 	RevokeShare(ctx context.Context, incidentID, id int64, now time.Time) error
 	Shares(ctx context.Context, incidentID int64) ([]store.ShareLink, error)
+	ReplaceWindows(ctx context.Context, id int64, windows []metrics.Series) error
 	Accuracy(ctx context.Context, f store.AccuracyFilter) (store.Accuracy, error)
 	CauseStats(ctx context.Context, id string, cases int) (store.CauseStats, error)
 	AllCauseStats(ctx context.Context) ([]store.CauseStats, error)
@@ -226,6 +227,56 @@ func (h *Incidents) Open(ctx context.Context, scope metrics.Scope, tr Trigger, s
 		return store.Incident{}, false, fmt.Errorf("incidents: open for %s: %w", scope, err)
 	}
 	return inc, created, nil
+}
+
+// lastSample is the time of the latest archived sample.
+func lastSample(ws []metrics.Series) time.Time {
+	var last time.Time
+	for _, s := range ws {
+		if n := len(s.Samples); n > 0 && s.Samples[n-1].T.After(last) {
+			last = s.Samples[n-1].T
+		}
+	}
+	return last
+}
+
+func sampleCount(ws []metrics.Series) int {
+	n := 0
+	for _, s := range ws {
+		n += len(s.Samples)
+	}
+	return n
+}
+
+// completeWindows fills in the part of the archived window after the
+// trigger that had not happened yet when the incident opened. It captures
+// again only while some of the window is missing and has since passed, and
+// keeps the archive when the new capture has less (the source may already
+// have dropped the early minutes). Failures are logged, never returned: the
+// archived evidence stands on its own.
+func (h *Incidents) completeWindows(ctx context.Context, inc *store.Incident) {
+	now := h.d.Now().UTC()
+	last := lastSample(inc.Windows)
+	if !last.Before(inc.WindowEnd.Add(-2*h.d.Step)) || now.Sub(last) < 2*h.d.Step {
+		return
+	}
+	end := inc.WindowEnd
+	if end.After(now) {
+		end = now
+	}
+	ws, err := h.d.Capture.Range(ctx, inc.Scope, metrics.IDs(), metrics.Range{Start: inc.WindowStart, End: end, Step: h.d.Step})
+	if err != nil {
+		h.d.Logger.WarnContext(ctx, "incidents: complete chart windows", "incident", inc.ID, "err", err)
+		return
+	}
+	if sampleCount(ws) <= sampleCount(inc.Windows) {
+		return
+	}
+	if err := h.d.Archive.ReplaceWindows(ctx, inc.ID, ws); err != nil {
+		h.d.Logger.WarnContext(ctx, "incidents: store completed chart windows", "incident", inc.ID, "err", err)
+		return
+	}
+	inc.Windows = ws
 }
 
 // OpenIncident implements IncidentOpener for "Diagnose now": the snapshot

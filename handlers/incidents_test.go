@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/casebook/casebook/handlers"
 	"github.com/casebook/casebook/metrics"
@@ -459,4 +460,57 @@ func BenchmarkIncidentPageHTTP(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
+}
+
+// TestArchivedWindowsCompleted opens an incident minutes after its alert
+// started, so the window's last 15 minutes have not happened; viewing it
+// later fills them in, and the snapshot stays as captured.
+func TestArchivedWindowsCompleted(t *testing.T) {
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "casebook.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tel := sharedTel()
+	now := tel.End.Add(-20 * time.Minute)
+	f := newFixture(t, tel, func(o *web.Options) {
+		o.Now = func() time.Time { return now }
+		inc := handlers.NewIncidents(handlers.IncidentDeps{Archive: st, Capture: tel, Diagnoser: o.Diagnoser, AlertToken: alertToken, Now: o.Now})
+		o.Incidents = inc
+	})
+	af := &archiveFixture{fixture: f, st: st}
+	body := strings.Replace(alertBody("firing", "00000000000000ab", "llama-70b", "llama-70b-1", "late window", ""),
+		"2026-11-30T04:52:00.123456789Z", tel.End.Add(-25*time.Minute).Format(time.RFC3339Nano), 1)
+	rep := decodeReply(t, af.postAlert(t, body, alertToken))
+	id := rep.Alerts[0].IncidentID
+	before, err := st.Incident(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := func(inc store.Incident) time.Time {
+		var l time.Time
+		for _, s := range inc.Windows {
+			if n := len(s.Samples); n > 0 && s.Samples[n-1].T.After(l) {
+				l = s.Samples[n-1].T
+			}
+		}
+		return l
+	}
+	if last(before).After(now) {
+		t.Fatalf("archived samples after the open time: %s > %s", last(before), now)
+	}
+	now = tel.End // twenty minutes later
+	if r := af.do(t, http.MethodGet, fmt.Sprintf("/incidents/%d", id), nil, nil); r.status != 200 {
+		t.Fatalf("page: %d", r.status)
+	}
+	after, err := st.Incident(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := before.WindowEnd; last(after).Before(want.Add(-time.Minute)) {
+		t.Errorf("windows end at %s after viewing, want close to the window end %s", last(after), want)
+	}
+	if fmt.Sprint(after.Snapshot.Current) != fmt.Sprint(before.Snapshot.Current) {
+		t.Error("the snapshot changed")
+	}
 }

@@ -526,3 +526,21 @@ func listDiagnoses(ctx context.Context, q querier, incidentID int64) ([]Diagnosi
 	}
 	return out, rows.Err()
 }
+
+// ReplaceWindows replaces an incident's archived chart windows, for filling
+// in the minutes after the trigger that had not happened when it opened.
+// The snapshot and diagnoses are never rewritten.
+func (s *Store) ReplaceWindows(ctx context.Context, id int64, windows []metrics.Series) error {
+	packed, err := packWindows(windows)
+	if err != nil {
+		return fmt.Errorf("store: replace windows of incident %d: encode: %w", id, err)
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE incident_evidence SET windows = ? WHERE incident_id = ?`, packed, id)
+	if err != nil {
+		return fmt.Errorf("store: replace windows of incident %d: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return fmt.Errorf("store: replace windows of incident %d: %w", id, ErrNotFound)
+	}
+	return nil
+}

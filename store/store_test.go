@@ -151,6 +151,18 @@ func TestIncidentRoundTrip(t *testing.T) {
 		t.Errorf("windows = %+v", got.Windows)
 	}
 
+	longer := append([]metrics.Series(nil), in.Windows...)
+	longer[0].Samples = append(longer[0].Samples, metrics.Sample{T: t0.Add(time.Minute), V: 990})
+	if err := s.ReplaceWindows(ctx, inc.ID, longer); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ = s.Incident(ctx, inc.ID); len(got.Windows[0].Samples) != 3 || got.Snapshot.Current[metrics.TTFT] != 950 {
+		t.Errorf("after ReplaceWindows: %d samples, snapshot %v", len(got.Windows[0].Samples), got.Snapshot.Current)
+	}
+	if err := s.ReplaceWindows(ctx, 4242, longer); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("replace windows of missing incident: %v, want ErrNotFound", err)
+	}
+
 	id, err := s.ResolveAlert(ctx, "a1b2c3d4e5f60718", t0, t0.Add(20*time.Minute))
 	if err != nil || id != inc.ID {
 		t.Fatalf("resolve: id=%d err=%v", id, err)
