@@ -151,8 +151,8 @@ func Evidences(s Summary, baseline *Summary) []Evidence {
 			100*baseline.Idle.Share, 100*idle, fmtDur(s.Idle.MeanGap))
 	case idle >= IdleShareHigh:
 		add(metrics.CauseHostOverhead, "trace.idle_share", idle, 0,
-			"The GPU is idle %.0f%% of the trace span in %d gaps (mean %s): kernel-launch or CPU-side overhead, not GPU work, bounds the step.",
-			100*idle, s.Idle.Gaps, fmtDur(s.Idle.MeanGap))
+			"The GPU is idle %.0f%% of the trace span in %d gaps (mean %s, %s of it in launch-sized gaps under %s): kernel-launch or CPU-side overhead, not GPU work, bounds the step.",
+			100*idle, s.Idle.Gaps, fmtDur(s.Idle.MeanGap), fmtDur(s.Idle.SmallGapTime), fmtDur(SmallGap))
 	}
 
 	// Attention: KV reads grow with context length and are bandwidth bound.

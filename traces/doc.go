@@ -92,11 +92,20 @@
 // trace's GPU span (first activity start to last activity end, over all
 // devices) in which no kernel, memcpy or memset runs on any of its streams;
 // the idle share is idle time over devices x span. Gaps are the idle
-// intervals between two busy intervals of a device; many short gaps mean
-// kernel-launch overhead, long ones a host-side stall (scheduler,
-// tokenizer, synchronisation). Summary.Lanes keeps a fixed-width binned
+// intervals between two busy intervals of a device; gaps shorter than
+// SmallGap (20µs) are kernel-launch latency between back-to-back kernels
+// (IdleStats.SmallGapTime), longer ones are host-side stalls (scheduler,
+// input preparation, tokenizer, synchronisation). Summary.Lanes keeps a fixed-width binned
 // timeline of the busiest streams, from which TimelineSVG renders an
 // escaped, self-contained SVG with a legend.
+//
+// # Use from the console
+//
+// An upload handler calls Parse (or ParseFile) with its own MaxBytes,
+// maps errors.Is(err, ErrTooLarge) to 413 and the other sentinels to 400
+// with the error text, then stores Summarize's result as JSON; the page
+// renders Summary.TimelineSVG from the stored summary, so the trace file
+// itself need not be kept. See Example.
 //
 // # Comparison and evidence
 //

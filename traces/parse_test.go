@@ -6,10 +6,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	_ "github.com/mattn/go-sqlite3"
@@ -119,6 +121,16 @@ func TestParseVariants(t *testing.T) {
 			wantStream: 7, wantStart: 1000, wantEnd: 2000,
 		},
 		{
+			name:       "device and stream inside nested args values are ignored",
+			doc:        `{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":1,"args":{"occupancy":{"device":99,"stream":98},"note":"\"device\": 97","device":1,"stream":"stream 13"}}]}`,
+			wantStream: 13, wantDevice: 1, wantStart: 1000, wantEnd: 2000,
+		},
+		{
+			name:       "brackets and escapes inside strings do not count as nesting",
+			doc:        `{"traceEvents":[{"ph":"X","cat":"kernel","name":"a\\\"[[[[{{{{\\","pid":0,"tid":7,"ts":1,"dur":1,"args":null}]}`,
+			wantStream: 7, wantStart: 1000, wantEnd: 2000,
+		},
+		{
 			name:       "exponent notation",
 			doc:        `{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1e3,"dur":2.5e0}]}`,
 			wantStream: 7, wantStart: 1000000, wantEnd: 1002500,
@@ -126,7 +138,7 @@ func TestParseVariants(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tr, err := traces.Parse(context.Background(), strings.NewReader(tc.doc), traces.Options{})
+			tr, err := traces.Parse(context.Background(), strings.NewReader(tc.doc), traces.Options{MaxDepth: 5})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,6 +150,51 @@ func TestParseVariants(t *testing.T) {
 				t.Errorf("got %+v, want device %d stream %d [%d, %d] kind %v", a, tc.wantDevice, tc.wantStream, tc.wantStart, tc.wantEnd, tc.wantKind)
 			}
 		})
+	}
+}
+
+// TestParseReadBoundaries parses the fixture through readers that return
+// one byte or half a buffer at a time: the byte-level limits must track
+// strings and nesting across reads.
+func TestParseReadBoundaries(t *testing.T) {
+	b, err := os.ReadFile(fixtureJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := traces.Parse(context.Background(), bytes.NewReader(b), traces.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		r    io.Reader
+	}{
+		{"one byte", iotest.OneByteReader(bytes.NewReader(b))},
+		{"half", iotest.HalfReader(bytes.NewReader(b))},
+		{"data with EOF", iotest.DataErrReader(bytes.NewReader(b))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := traces.Parse(context.Background(), tc.r, traces.Options{MaxDepth: 5, MaxStringLen: 400})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Activities) != len(want.Activities) || got.Steps != want.Steps {
+				t.Fatalf("%d activities, %d steps; want %d, %d", len(got.Activities), got.Steps, len(want.Activities), want.Steps)
+			}
+		})
+	}
+}
+
+func TestStringLimitBoundary(t *testing.T) {
+	doc := func(n int) string {
+		return `{"traceEvents":[{"ph":"X","cat":"kernel","name":"` + strings.Repeat("\\n", n/2) + `","pid":0,"tid":7,"ts":1,"dur":1}]}`
+	}
+	opts := traces.Options{MaxStringLen: 64}
+	if _, err := traces.Parse(context.Background(), iotest.OneByteReader(strings.NewReader(doc(64))), opts); err != nil {
+		t.Errorf("string of exactly the limit: %v", err)
+	}
+	if _, err := traces.Parse(context.Background(), strings.NewReader(doc(66)), opts); !errors.Is(err, traces.ErrLimit) {
+		t.Errorf("string over the limit: %v, want ErrLimit", err)
 	}
 }
 

@@ -78,8 +78,15 @@ type IdleStats struct {
 	Gaps       int           `json:"gaps"`    // number of gaps
 	MeanGap    time.Duration `json:"mean_gap_ns"`
 	LongestGap time.Duration `json:"longest_gap_ns"`
-	Devices    int           `json:"devices"`
+	// SmallGapTime is the idle time in gaps shorter than SmallGap: the
+	// launch latency between back-to-back kernels. The rest of the gap time
+	// is the host stalling (scheduling, input preparation, synchronisation).
+	SmallGapTime time.Duration `json:"small_gap_ns"`
+	Devices      int           `json:"devices"`
 }
+
+// SmallGap separates launch-latency gaps from host stalls in IdleStats.
+const SmallGap = 20 * time.Microsecond
 
 // Lane is one stream's row of the timeline. Bins has LaneBins letters, one
 // per equal slice of the GPU span: the category code (see CategoryCode) with
@@ -284,7 +291,7 @@ func Summarize(t *Trace) Summary {
 func idleStats(acts []Activity, origin, last int64) IdleStats {
 	var st IdleStats
 	span := last - origin
-	var idle, busy, gapSum, longest int64
+	var idle, busy, gapSum, longest, small int64
 	for i := 0; i < len(acts); {
 		dev := acts[i].Device
 		st.Devices++
@@ -298,6 +305,9 @@ func idleStats(acts []Activity, origin, last int64) IdleStats {
 				gap := a.Start - be
 				st.Gaps++
 				gapSum += gap
+				if gap < int64(SmallGap) {
+					small += gap
+				}
 				longest = max(longest, gap)
 				bs, be = a.Start, a.End
 				continue
@@ -313,6 +323,7 @@ func idleStats(acts []Activity, origin, last int64) IdleStats {
 	st.Busy = time.Duration(busy)
 	st.Share = ratio(idle, span*int64(st.Devices))
 	st.LongestGap = time.Duration(longest)
+	st.SmallGapTime = time.Duration(small)
 	if st.Gaps > 0 {
 		st.MeanGap = time.Duration(gapSum / int64(st.Gaps))
 	}

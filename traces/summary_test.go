@@ -3,6 +3,7 @@ package traces_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"encoding/xml"
 	"io"
 	"math"
@@ -59,7 +60,7 @@ func TestSummarizeSmall(t *testing.T) {
 	}
 	wantIdle := traces.IdleStats{
 		Idle: 25 * us, Busy: 25 * us, Share: 0.5, Gaps: 1,
-		MeanGap: 5 * us, LongestGap: 5 * us, Devices: 2,
+		MeanGap: 5 * us, LongestGap: 5 * us, SmallGapTime: 5 * us, Devices: 2,
 	}
 	if s.Idle != wantIdle {
 		t.Errorf("idle %+v, want %+v", s.Idle, wantIdle)
@@ -111,6 +112,9 @@ func TestSummarizeFixture(t *testing.T) {
 			}
 			if s.Idle.Share <= 0.02 || s.Idle.Share >= 0.5 || s.Idle.Gaps == 0 || s.Idle.LongestGap < 100*time.Microsecond {
 				t.Errorf("idle %+v", s.Idle)
+			}
+			if s.Idle.SmallGapTime <= 0 || s.Idle.SmallGapTime >= s.Idle.Idle {
+				t.Errorf("small-gap time %v of idle %v", s.Idle.SmallGapTime, s.Idle.Idle)
 			}
 			if len(s.Top) != traces.TopKernels {
 				t.Errorf("%d top kernels", len(s.Top))
@@ -243,5 +247,32 @@ func TestTimelineSVG(t *testing.T) {
 	var empty traces.Summary
 	if got := empty.TimelineSVG(); got != nil {
 		t.Errorf("empty summary rendered %q", got)
+	}
+}
+
+// TestSummaryJSON checks a stored summary (JSON) renders the same timeline
+// and compares the same as the original, which is how the incident page
+// uses it.
+func TestSummaryJSON(t *testing.T) {
+	s := traces.Summarize(parseFile(t, fixtureJSON))
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back traces.Summary
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(back.TimelineSVG(), s.TimelineSVG()) {
+		t.Error("timeline differs after a JSON round trip")
+	}
+	c := traces.Compare(s, back)
+	for _, d := range c.Categories {
+		if d.Delta != 0 {
+			t.Errorf("%s: delta %v against itself after a round trip", d.Category, d.Delta)
+		}
+	}
+	if !bytes.Contains(b, []byte(`"category":"attention"`)) || !bytes.Contains(b, []byte(`"idle":{"idle_ns":`)) {
+		t.Errorf("unexpected JSON shape: %.300s", b)
 	}
 }
