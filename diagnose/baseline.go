@@ -35,6 +35,10 @@ func absFloor(m metrics.Metric) float64 {
 		return 0.004
 	case metrics.PreemptionRate:
 		return 0.05
+	case metrics.KVCacheUsage:
+		// One KV block of a few tens of thousands: small caches-in-use are
+		// common at low load, and their growth is the pressure signal.
+		return 0.001
 	}
 	switch m.Unit {
 	case "ms":
@@ -63,15 +67,21 @@ func absFloor(m metrics.Metric) float64 {
 
 // stats is the location and scale of one history.
 type stats struct {
-	n           int
-	center      float64 // mean, or median when robust
-	scale       float64 // std, or 1.4826 * MAD when robust, floored
-	robust, ok  bool
-	mean, stdev float64
+	n      int
+	center float64 // mean, or median when robust
+	// up and down are the scales above and below the center (equal today;
+	// kept apart so a skew-aware scale can slot in).
+	up, down   float64
+	robust, ok bool
 }
 
 // estimate computes a floored location and scale for hist. buf is scratch
 // space of at least len(hist) entries; it is overwritten.
+//
+// Normally the mean and standard deviation. When the history is short, or
+// its standard deviation is inflated by outliers (a spike, a gap filled with
+// zeros), the median and 1.4826 x MAD instead, so a few bad points cannot
+// mask a real change. Either scale is floored (see absFloor and relFloor).
 func estimate(hist []float64, floor float64, buf []float64) stats {
 	st := stats{n: len(hist)}
 	if len(hist) == 0 {
@@ -91,25 +101,29 @@ func estimate(hist []float64, floor float64, buf []float64) stats {
 	if len(hist) > 1 {
 		std = math.Sqrt(ss / float64(len(hist)-1))
 	}
-	st.mean, st.stdev = mean, std
-	st.center, st.scale = mean, std
+	st.center, st.up, st.down = mean, std, std
 	if len(hist) < minHistory {
 		return st
 	}
 	st.ok = true
 	med, mad := medianMAD(hist, buf)
-	robustScale := 1.4826 * mad
-	if len(hist) < robustBelow || std > outlierRatio*math.Max(robustScale, floor) {
+	madScale := 1.4826 * mad
+	if len(hist) < robustBelow || std > outlierRatio*math.Max(madScale, floor) {
 		st.robust = true
-		st.center, st.scale = med, robustScale
+		st.center, st.up, st.down = med, madScale, madScale
 	}
 	f := math.Max(floor, relFloor*math.Abs(st.center))
-	if st.scale < f || math.IsNaN(st.scale) {
-		st.scale = f
+	if st.up < f || math.IsNaN(st.up) {
+		st.up = f
+	}
+	if st.down < f || math.IsNaN(st.down) {
+		st.down = f
 	}
 	return st
 }
 
+// medianMAD returns the median of hist and the median absolute deviation
+// from it, using buf as scratch.
 func medianMAD(hist, buf []float64) (float64, float64) {
 	b := append(buf[:0], hist...)
 	sort.Float64s(b)
@@ -132,14 +146,17 @@ func middle(sorted []float64) float64 {
 // deviation scores the current value x against st for a metric that goes
 // bad in direction bad.
 func deviation(x float64, st stats, bad metrics.Direction) Deviation {
-	d := Deviation{Mean: st.center, Std: st.scale}
+	d := Deviation{Mean: st.center, Std: st.up}
 	if st.n == 0 {
 		d.Mean = x
 	}
-	if !st.ok || st.scale <= 0 {
+	if x < st.center {
+		d.Std = st.down
+	}
+	if !st.ok || d.Std <= 0 {
 		return d
 	}
-	z := (x - st.center) / st.scale
+	z := (x - st.center) / d.Std
 	if math.IsNaN(z) {
 		z = 0
 	}

@@ -11,7 +11,9 @@ import (
 // clocks and memory bandwidth set the step time (TPOT), which sets capacity,
 // which sets the queue; KV pressure causes preemption, which costs prefill
 // recompute and TTFT; longer prompts cost prefill and KV; the gateway only
-// adds to the gateway's own E2E.
+// adds to the gateway's own E2E. Over-long prompts are rejected and queue
+// timeouts abort requests, so both feed the error rate; with chunked
+// prefill, prefill work also stretches the decode steps it shares.
 var causalEdges = map[string][]string{
 	m.GPUTemp:          {m.SMClock},
 	m.Power:            {m.SMClock},
@@ -20,21 +22,20 @@ var causalEdges = map[string][]string{
 	m.DRAMActive:       {m.TPOT},
 	m.RejectionRate:    {m.TPOT, m.GenerationTPS},
 	m.ArrivalRPS:       {m.QueueDepth, m.RunningSeqs, m.ThroughputRPS, m.PromptTPS},
-	m.MeanPromptTokens: {m.PrefillTime, m.PromptTPS, m.KVCacheUsage},
+	m.MeanPromptTokens: {m.PrefillTime, m.PromptTPS, m.KVCacheUsage, m.ErrorRate},
 	m.KVCacheHitRate:   {m.PrefillTime},
 	m.KVCacheUsage:     {m.PreemptionRate},
 	m.PreemptionRate:   {m.TTFT, m.PrefillTime, m.QueueDepth, m.KVCacheHitRate},
 	m.RunningSeqs:      {m.KVCacheUsage, m.TPOT, m.SMUtil, m.DRAMActive},
 	m.SMUtil:           {m.TensorActive},
-	m.QueueDepth:       {m.QueueTime, m.RunningSeqs},
-	m.QueueTime:        {m.TTFT},
-	m.PrefillTime:      {m.TTFT, m.QueueTime},
+	m.QueueDepth:       {m.QueueTime},
+	m.QueueTime:        {m.TTFT, m.ErrorRate},
+	m.PrefillTime:      {m.TTFT, m.QueueTime, m.TPOT},
 	m.TTFT:             {m.E2E, m.TTFTP99},
 	m.TPOT:             {m.DecodeTime, m.TPOTP99, m.GenerationTPS, m.ThroughputRPS, m.QueueDepth},
 	m.DecodeTime:       {m.E2E},
 	m.E2E:              {m.GatewayE2E, m.E2EP99},
 	m.ThroughputRPS:    {m.QueueDepth},
-	m.ErrorRate:        {m.ThroughputRPS},
 }
 
 // causeRoots are the metrics where each root cause enters the graph, most
@@ -185,7 +186,7 @@ func rankCauses(findings []Finding, base map[string]Deviation, anomalous []strin
 	demoted := make([]bool, len(out))
 	for i, c := range out {
 		for j, d := range out {
-			if i == j || d.finding.Score < upstreamMin || c.root == "" || d.root == "" || c.root == d.root {
+			if i == j || c.finding.beyondUpstream || d.finding.Score < upstreamMin || c.root == "" || d.root == "" || c.root == d.root {
 				continue
 			}
 			if dd, ok := base[d.root]; !ok || !dd.Anomalous {

@@ -24,6 +24,10 @@ type Finding struct {
 	Evidence []Evidence
 	// Missing lists catalog ids the rule wanted but the snapshot lacked.
 	Missing []string
+	// beyondUpstream is set when the rule measured that no upstream
+	// anomaly can account for the size of its own: causal ranking then
+	// does not demote it as a symptom.
+	beyondUpstream bool
 }
 
 // Rule recognises one root cause.
@@ -55,7 +59,7 @@ func (f ruleFunc) Evaluate(in Input) Finding {
 	if s > 1 {
 		s = 1
 	}
-	fd := Finding{RootCause: f.id, Score: s, Missing: r.missing}
+	fd := Finding{RootCause: f.id, Score: s, Missing: r.missing, beyondUpstream: r.beyondUpstream}
 	if s > 0 {
 		fd.Evidence = r.evidence
 	}
@@ -69,6 +73,8 @@ type reader struct {
 	missing  []string
 	evidence []Evidence
 	noted    map[string]bool
+	// beyondUpstream: see Finding.
+	beyondUpstream bool
 }
 
 // val returns the current value of id, recording it as missing if absent.

@@ -43,42 +43,63 @@ func (r *reader) batchSmall() float64 {
 	if !r.has(m.RunningSeqs) {
 		return 0
 	}
-	return maxOf(r.bothDown(m.RunningSeqs), ramp(1-r.rel(m.RunningSeqs), 0.25, 0.6))
+	// A relative drop only means something once the batch is big enough
+	// for count noise not to dominate (2 -> 0 sequences is chance).
+	base, _ := r.mean(m.RunningSeqs)
+	return maxOf(r.bothDown(m.RunningSeqs), ramp(1-r.rel(m.RunningSeqs), 0.25, 0.6)*ramp(base, 4, 16))
 }
 
-// kvFull is how far KV-cache usage is into its saturation knee: past about
-// 90% of the blocks, every new sequence forces a preemption.
-func (r *reader) kvFull() (float64, bool) {
+// kvPressure is how hard the KV cache is pressed: usage inside its
+// saturation knee (past ~90% every new sequence forces a preemption), or
+// usage rising against its own baseline faster than the load explains
+// (prompt length x running batch). Absolute usage does not transfer between
+// deployments: a large cache can churn its prefixes well below 90%.
+func (r *reader) kvPressure() (float64, bool) {
 	kv, ok := r.val(m.KVCacheUsage)
 	if !ok {
 		return 0, false
 	}
-	return maxOf(knee(kv, 0.92), r.up(m.KVCacheUsage)*knee(kv, 0.85)), true
+	return maxOf(knee(kv, 0.92), r.up(m.KVCacheUsage)*ramp(r.kvExcess(), 1.3, 2.5)), true
 }
 
-// scoreEviction: KV cache at its knee, sequences preempted and recomputed,
-// prefix hits lost, TTFT (recompute) rising more than TPOT.
+// kvExcess is the growth of KV usage over its baseline divided by the
+// growth the load explains (prompt length x running batch); 1 means the
+// load explains it all.
+func (r *reader) kvExcess() float64 {
+	load := r.rel(m.MeanPromptTokens) * r.rel(m.RunningSeqs)
+	return r.rel(m.KVCacheUsage) / math.Max(load, 0.1)
+}
+
+// scoreEviction: the KV cache is pressed beyond what the load explains,
+// sequences are preempted and recomputed, prefix hits are lost and the
+// recompute lands on prefill and TTFT rather than TPOT.
 func scoreEviction(r *reader) float64 {
-	full, _ := r.kvFull()
+	pressure, _ := r.kvPressure()
 	preempt := r.up(m.PreemptionRate)
 	hitDown := r.down(m.KVCacheHitRate)
-	ttftUp := r.up(m.TTFT)
+	slow := maxOf(r.up(m.TTFT), r.up(m.PrefillTime))
 	seed := 0.0
 	if hit, ok := r.val(m.KVCacheHitRate); ok && hit < 0.7 {
 		ttft, ok1 := r.val(m.TTFT)
 		tpot, ok2 := r.val(m.TPOT)
-		if ok1 && ok2 && ttft > 3*tpot && (full > 0 || preempt > 0) {
+		if ok1 && ok2 && ttft > 3*tpot && (pressure > 0 || preempt > 0) {
 			seed = 1
 		}
 	}
-	if preempt == 0 && !(full > 0 && (hitDown > 0 || ttftUp > 0)) {
+	if preempt == 0 && !(pressure > 0 && (hitDown > 0 || slow > 0)) {
 		return 0
 	}
-	r.noteIf(full, m.KVCacheUsage, remarkKVFull)
+	if r.kvExcess() >= 2.5 {
+		// Longer prompts or a bigger batch cannot account for this much
+		// KV growth: do not demote the eviction as their symptom.
+		r.beyondUpstream = true
+	}
+	r.noteIf(pressure, m.KVCacheUsage, remarkKVFull)
 	r.noteIf(preempt, m.PreemptionRate, remarkPreempting)
 	r.noteIf(hitDown, m.KVCacheHitRate, remarkHitsLost)
-	r.noteIf(ttftUp, m.TTFT, "")
-	return 0.35*preempt + 0.3*full + 0.15*hitDown + 0.2*ttftUp + 0.05*seed
+	r.noteIf(r.up(m.PrefillTime), m.PrefillTime, "")
+	r.noteIf(r.up(m.TTFT), m.TTFT, "")
+	return 0.3*preempt + 0.3*pressure + 0.2*hitDown + 0.2*slow + 0.05*seed
 }
 
 // queueShare is the share of engine E2E a request spends waiting.
@@ -104,6 +125,8 @@ func scoreQueueBacklog(r *reader) float64 {
 	share := 0.0
 	if sh, ok := queueShare(r.in.Snapshot.Current); ok {
 		share = ramp(sh, 0.1, 0.4)
+		// Waiting that is a sliver of E2E is burstiness, not a backlog.
+		qtime *= ramp(sh, 0.05, 0.2)
 	}
 	queued := maxOf(depth, qtime)
 	if queued == 0 {
@@ -134,35 +157,50 @@ func scoreQueueBacklog(r *reader) float64 {
 	if sm, ok := r.in.Snapshot.Current.Get(m.SMUtil); ok && sm < 0.7 {
 		idle = r.bothDown(m.SMUtil)
 	}
-	return (0.35*queued + 0.15*share + 0.25*load + 0.15*busy + 0.1*held) * (1 - 0.5*idle)
+	// In a real backlog the scheduler fills the batch to its limit; a
+	// queue growing while the batch shrinks means the engine admits fewer
+	// sequences than it could (a lowered max_num_seqs), not too much load.
+	shrunk := r.batchSmall()
+	return (0.35*queued + 0.15*share + 0.25*load + 0.15*busy + 0.1*held) * (1 - 0.5*idle) * (1 - 0.6*shrunk)
 }
 
-// scoreUnderutilized: requests flow but batches are small and the SMs idle.
+// scoreUnderutilized: requests flow but the batch shrank and the SMs went
+// idle against their baseline. The reference team's absolute rule (SM
+// activity < 60% at > 10 req/s) only supports the finding: a GPU that was
+// always that idle is a capacity-planning question, not an incident.
 func scoreUnderutilized(r *reader) float64 {
 	sm, ok := r.val(m.SMUtil)
 	if !ok {
 		return 0
 	}
-	smLow := maxOf(r.bothDown(m.SMUtil), 0.5*ramp(0.6-sm, 0, 0.2))
 	thr, ok := r.val(m.ThroughputRPS)
-	if !ok || thr <= 0 || smLow == 0 {
+	if !ok || thr <= 0 {
+		return 0
+	}
+	smDown := r.bothDown(m.SMUtil)
+	small := r.batchSmall()
+	// Requests waiting while the batch shrank: the scheduler is capped
+	// below what the GPU could take.
+	capped := small * maxOf(r.up(m.QueueDepth), r.up(m.QueueTime))
+	if smDown == 0 && capped == 0 {
 		return 0
 	}
 	flowing := ramp(r.rel(m.ThroughputRPS), 0.3, 0.7)
-	if thr > 10 && sm < 0.6 {
-		flowing = maxOf(flowing, 0.5)
-	}
 	if flowing == 0 {
 		return 0
 	}
-	small := r.batchSmall()
+	seed := 0.0
+	if thr > 10 && sm < 0.6 {
+		seed = 1
+	}
 	// Small batches make each step cheaper, not slower: rising TPOT with a
 	// batch that did not shrink is the host-overhead signature instead.
 	calm := 1 - r.up(m.TPOT)
 	r.note(m.SMUtil, remarkIdle)
 	r.noteIf(small, m.RunningSeqs, remarkSmallBatch)
 	r.note(m.ThroughputRPS, "")
-	return (0.4*smLow + 0.3*small + 0.15*flowing + 0.1*calm + 0.05*r.bothDown(m.TensorActive)) * (1 - 0.5*(1-calm)*(1-small))
+	r.noteIf(capped, m.QueueDepth, remarkCapped)
+	return (0.4*maxOf(smDown, capped) + 0.3*small + 0.1*flowing + 0.1*calm + 0.1*seed) * (1 - 0.5*(1-calm)*(1-small))
 }
 
 // scoreSpecDecode: most draft tokens rejected, so every step pays for a
@@ -187,9 +225,10 @@ func scoreSpecDecode(r *reader) float64 {
 	return 0.6*sig + 0.3*tpotUp + 0.1*genDown
 }
 
-// scoreMemoryBandwidth: decode is bound by HBM bandwidth; DRAM activity at
-// its knee or rising, or the memory clock dropped, and TPOT follows. A
-// falling SM clock points at throttling instead.
+// scoreMemoryBandwidth: decode is bound by HBM bandwidth. DRAM activity
+// rose (or sits at its knee) or the memory clock dropped, TPOT follows, and
+// neither a bigger batch, more traffic nor longer prompts explain the extra
+// bytes. A falling SM clock points at throttling instead.
 func scoreMemoryBandwidth(r *reader) float64 {
 	dram := 0.0
 	if d, ok := r.val(m.DRAMActive); ok {
@@ -197,22 +236,24 @@ func scoreMemoryBandwidth(r *reader) float64 {
 	}
 	clk := r.down(m.MemClock)
 	bw := maxOf(dram, clk)
-	tpotUp := maxOf(r.up(m.TPOT), r.up(m.DecodeTime))
-	if bw == 0 || tpotUp == 0 {
+	if bw == 0 {
 		return 0
 	}
+	tpotUp := maxOf(ramp(r.z(m.TPOT), 1, 5), ramp(r.z(m.DecodeTime), 1, 5))
 	notThrottled := 1 - 0.6*r.down(m.SMClock)
+	byLoad := maxOf(r.bothUp(m.RunningSeqs), r.up(m.ThroughputRPS), r.up(m.MeanPromptTokens))
 	r.noteIf(dram, m.DRAMActive, remarkBandwidth)
 	r.noteIf(clk, m.MemClock, "")
-	r.note(m.TPOT, remarkDecodeBound)
+	r.noteIf(tpotUp, m.TPOT, remarkDecodeBound)
 	after := maxOf(r.up(m.QueueTime), r.down(m.ThroughputRPS))
-	return (0.5*bw + 0.35*tpotUp + 0.15*after) * notThrottled
+	return (0.5*bw + 0.35*tpotUp + 0.15*after) * notThrottled * (1 - 0.6*byLoad)
 }
 
-// scoreLongPrompt: prompts got longer; prefill and TTFT grow while the
-// per-token decode cost stays about the same.
+// scoreLongPrompt: prompts got substantially longer (a surge: full strength
+// at +50%, nothing below +15%, however steady the baseline); prefill and
+// TTFT grow.
 func scoreLongPrompt(r *reader) float64 {
-	pr := r.up(m.MeanPromptTokens)
+	pr := math.Min(r.up(m.MeanPromptTokens), ramp(r.rel(m.MeanPromptTokens), 1.15, 1.5))
 	if !r.has(m.MeanPromptTokens) {
 		// Without prompt lengths, prompt tokens/s rising faster than
 		// requests/s is the same signal, weaker.
@@ -225,48 +266,57 @@ func scoreLongPrompt(r *reader) float64 {
 		return 0
 	}
 	prefill := maxOf(r.up(m.PrefillTime), r.up(m.TTFT))
-	calm := 1 - r.up(m.TPOT)
 	r.note(m.MeanPromptTokens, remarkLongPrompts)
 	r.noteIf(r.up(m.PrefillTime), m.PrefillTime, "")
 	r.noteIf(r.up(m.TTFT), m.TTFT, "")
 	r.noteIf(r.up(m.PromptTPS), m.PromptTPS, "")
-	return 0.45*pr + 0.25*prefill + 0.15*r.up(m.PromptTPS) + 0.15*calm
+	return 0.55*pr + 0.3*prefill + 0.15*r.up(m.PromptTPS)
 }
 
-// scorePrefixMiss: prefix hits fell while the KV cache is not full and
+// scorePrefixMiss: prefix hits fell while the KV cache is not pressed and
 // nothing is preempted, so it is the traffic, not the cache size.
 func scorePrefixMiss(r *reader) float64 {
 	hd := r.down(m.KVCacheHitRate)
 	if hd == 0 {
 		return 0
 	}
-	full, ok := r.kvFull()
+	pressure, ok := r.kvPressure()
 	roomy := 0.5
 	if ok {
-		roomy = 1 - full
+		roomy = 1 - pressure
 	}
 	calm := roomy * (1 - r.up(m.PreemptionRate))
 	slow := maxOf(r.up(m.TTFT), r.up(m.PrefillTime))
 	r.note(m.KVCacheHitRate, remarkHitsLost)
-	r.noteIf(slow, m.TTFT, "")
+	r.noteIf(r.up(m.PrefillTime), m.PrefillTime, "")
+	r.noteIf(r.up(m.TTFT), m.TTFT, "")
 	r.noteIf(r.up(m.PromptTPS), m.PromptTPS, "")
 	r.note(m.KVCacheUsage, remarkKVRoom)
 	return 0.45*hd + 0.2*slow + 0.1*r.up(m.PromptTPS) + 0.25*calm
 }
 
 // scoreThrottling: the SM clock fell below its baseline, with heat or a
-// power limit behind it, and every phase slows.
+// power limit behind it, and every phase slows. Before the clocks move, a
+// temperature excursion that the load does not explain (power and SM
+// activity flat) is already a cooling fault on its way to throttling.
 func scoreThrottling(r *reader) float64 {
 	clk := r.down(m.SMClock)
-	if clk == 0 {
-		return 0
-	}
 	heat := r.up(m.GPUTemp)
 	if t, ok := r.val(m.GPUTemp); ok {
 		heat = maxOf(heat, ramp(t, 82, 90))
 	}
-	power := 0.7 * ramp(math.Abs(r.z(m.Power)), 2, 6)
 	lat := maxOf(r.up(m.TPOT), r.up(m.PrefillTime), r.up(m.TTFT), r.up(m.E2E))
+	if clk == 0 {
+		unexplained := heat * (1 - maxOf(r.up(m.Power), r.bothUp(m.SMUtil)))
+		if unexplained == 0 {
+			return 0
+		}
+		r.note(m.GPUTemp, remarkHot)
+		r.note(m.SMClock, "")
+		r.note(m.Power, "")
+		return 0.45*unexplained + 0.1*lat
+	}
+	power := 0.7 * ramp(math.Abs(r.z(m.Power)), 2, 6)
 	r.note(m.SMClock, remarkClockDown)
 	r.noteIf(heat, m.GPUTemp, remarkHot)
 	r.noteIf(power, m.Power, "")
@@ -323,22 +373,28 @@ func scoreEngineErrors(r *reader) float64 {
 	return 0.8*err + 0.2*r.down(m.ThroughputRPS)
 }
 
-// scoreHostOverhead: SMs idle more while latency rises and the batch is not
-// small: the GPU waits on the CPU (tokenizer, scheduler, kernel launches).
-// Healthy clocks rule out throttling.
+// scoreHostOverhead: each token takes longer but the GPU is not doing more
+// work (SM and DRAM activity and power flat or falling) and the batch is not
+// small: the extra time is spent off the GPU, on the CPU side (tokenizer,
+// scheduler, kernel launches). Healthy clocks rule out throttling.
 func scoreHostOverhead(r *reader) float64 {
-	if !r.has(m.SMUtil) {
+	if !r.has(m.SMUtil) && !r.has(m.DRAMActive) {
 		return 0
 	}
-	smDown := r.bothDown(m.SMUtil)
-	lat := maxOf(r.up(m.TPOT), r.up(m.E2E), r.up(m.DecodeTime))
+	lat := maxOf(r.up(m.TPOT), r.up(m.DecodeTime))
+	if lat == 0 {
+		return 0
+	}
+	busier := maxOf(r.up(m.DRAMActive), r.bothUp(m.SMUtil), r.up(m.Power))
+	if busier >= 0.5 {
+		return 0
+	}
+	idle := maxOf(r.bothDown(m.SMUtil), r.down(m.DRAMActive), 0.5*r.down(m.Power))
 	batchOK := 1 - r.batchSmall()
-	if smDown == 0 || lat == 0 || batchOK < 0.3 {
-		return 0
-	}
 	clocksOK := 1 - maxOf(r.down(m.SMClock), r.down(m.MemClock))
-	r.note(m.SMUtil, remarkStarved)
-	r.noteIf(lat, m.TPOT, "")
+	r.noteIf(lat, m.TPOT, remarkStarved)
+	r.noteIf(r.bothDown(m.SMUtil), m.SMUtil, "")
+	r.noteIf(r.down(m.DRAMActive), m.DRAMActive, "")
 	r.note(m.RunningSeqs, remarkBatchFine)
-	return (0.35*smDown + 0.3*lat + 0.25*batchOK + 0.1*r.bothDown(m.TensorActive)) * clocksOK
+	return (0.35*lat + 0.3*idle + 0.15*(1-busier) + 0.2*batchOK) * clocksOK
 }

@@ -93,6 +93,7 @@ const (
 	remarkFailing       = "failing"
 	remarkStarved       = "starved"
 	remarkBatchFine     = "batch_fine"
+	remarkCapped        = "capped"
 )
 
 var remarks = map[string]string{
@@ -115,6 +116,7 @@ var remarks = map[string]string{
 	remarkFailing:       "Failed requests are lost work and user-visible errors.",
 	remarkStarved:       "The GPU is waiting on the host.",
 	remarkBatchFine:     "The batch is not small, so the GPU should be busy.",
+	remarkCapped:        "Requests wait while the batch shrank: the scheduler admits fewer sequences than the GPU could take.",
 }
 
 // formatValue renders a metric value in its unit.

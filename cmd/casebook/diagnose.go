@@ -169,8 +169,8 @@ func forEachRecord(ctx context.Context, r io.Reader, fn func(record) error) erro
 
 // lineReader reads lines of bounded length and numbers them.
 type lineReader struct {
-	br     *bufio.Reader
-	line   int
+	br   *bufio.Reader
+	line int
 	buf  []byte
 }
 
