@@ -28,13 +28,15 @@ func (h *Incidents) Postmortem(c echo.Context) error {
 	return c.Blob(http.StatusOK, "text/markdown; charset=utf-8", []byte(PostmortemMarkdown(p, h.causeTitles(ctx))))
 }
 
-// mdEscape keeps user text from being read as Markdown or HTML: it escapes
-// the characters Markdown gives meaning to and flattens newlines.
+// mdEscape keeps user text from being read as Markdown or HTML: it
+// backslash-escapes the characters that start emphasis, code, links, HTML,
+// entities and table cells, and flattens newlines. User text never starts
+// a line here, so line-start markers (#, -, +, 1.) need no escape.
 func mdEscape(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		switch r {
-		case '\\', '`', '*', '_', '{', '}', '[', ']', '(', ')', '#', '+', '-', '!', '|', '<', '>', '&':
+		case '\\', '`', '*', '_', '[', ']', '<', '>', '|', '&', '~':
 			b.WriteByte('\\')
 			b.WriteRune(r)
 		case '\n', '\r':
@@ -44,6 +46,14 @@ func mdEscape(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// mdCode renders s as an inline code span. Backslash escapes do not work
+// inside code spans, so backticks become quotes; pipes keep the GFM table
+// escape.
+func mdCode(s string) string {
+	s = strings.NewReplacer("`", "'", "\n", " ", "\r", " ", "|", "\\|").Replace(s)
+	return "`" + s + "`"
 }
 
 func mdTime(t time.Time) string {
@@ -68,7 +78,7 @@ func PostmortemMarkdown(p store.Page, causeTitle func(string) string) string {
 	w("| Scope | %s |\n", mdEscape(inc.Scope.String()))
 	w("| Trigger | %s |\n", mdEscape(triggerText(inc)))
 	if inc.Alert != nil {
-		w("| Alert | %s, fingerprint `%s`, started %s", inc.Alert.State, mdEscape(inc.Alert.Fingerprint), mdTime(inc.Alert.StartsAt))
+		w("| Alert | %s, fingerprint %s, started %s", inc.Alert.State, mdCode(inc.Alert.Fingerprint), mdTime(inc.Alert.StartsAt))
 		if inc.Alert.State == store.AlertResolved {
 			w(", resolved %s", mdTime(inc.Alert.ResolvedAt))
 		}
@@ -82,14 +92,14 @@ func PostmortemMarkdown(p store.Page, causeTitle func(string) string) string {
 	case store.VerdictCorrect:
 		review = "diagnosis confirmed correct"
 	case store.VerdictWrong:
-		review = "diagnosis wrong; true cause " + mdEscape(causeTitle(inc.TrueCause)) + " (`" + mdEscape(inc.TrueCause) + "`)"
+		review = "diagnosis wrong; true cause " + mdEscape(causeTitle(inc.TrueCause)) + " (" + mdCode(inc.TrueCause) + ")"
 	}
 	w("| Review | %s |\n\n", review)
 
 	if len(p.Diagnoses) > 0 {
 		d := decodeDiagnosis(p.Diagnoses[0])
-		w("## Diagnosis\n\n**%s** (`%s`), confidence %s, severity %s, engine %s.\n\n",
-			mdEscape(views.CauseTitle(d.RootCause)), mdEscape(d.RootCause), views.FormatPercent(d.Confidence), mdEscape(string(d.Severity)), mdEscape(d.EngineVersion))
+		w("## Diagnosis\n\n**%s** (%s), confidence %s, severity %s, engine %s.\n\n",
+			mdEscape(views.CauseTitle(d.RootCause)), mdCode(d.RootCause), views.FormatPercent(d.Confidence), mdEscape(string(d.Severity)), mdEscape(d.EngineVersion))
 		if w2 := views.CauseWhat(d.RootCause); w2 != "" {
 			w("%s\n\n", mdEscape(w2))
 		}
@@ -105,8 +115,8 @@ func PostmortemMarkdown(p store.Page, causeTitle func(string) string) string {
 		if len(p.Diagnoses) > 1 {
 			w("### Earlier diagnoses\n\n")
 			for _, old := range p.Diagnoses[1:] {
-				w("- %s: %s (`%s`), confidence %s, engine %s\n", mdTime(old.CreatedAt), mdEscape(views.CauseTitle(old.RootCause)),
-					mdEscape(old.RootCause), views.FormatPercent(old.Confidence), mdEscape(old.EngineVersion))
+				w("- %s: %s (%s), confidence %s, engine %s\n", mdTime(old.CreatedAt), mdEscape(views.CauseTitle(old.RootCause)),
+					mdCode(old.RootCause), views.FormatPercent(old.Confidence), mdEscape(old.EngineVersion))
 			}
 			w("\n")
 		}
@@ -143,9 +153,9 @@ func writeActions(b *strings.Builder, d diagnose.Diagnosis) {
 	for i, a := range d.Actions {
 		fmt.Fprintf(b, "%d. **%s**", i+1, mdEscape(a.Title))
 		if a.Knob != "" {
-			fmt.Fprintf(b, " (`%s`", mdEscape(a.Knob))
+			fmt.Fprintf(b, " (%s", mdCode(a.Knob))
 			if a.Proposed != "" {
-				fmt.Fprintf(b, " → `%s`", mdEscape(a.Proposed))
+				fmt.Fprintf(b, " → %s", mdCode(a.Proposed))
 			}
 			b.WriteString(")")
 		}
