@@ -36,6 +36,14 @@ func TestParseFixtures(t *testing.T) {
 	js := parseFile(t, fixtureJSON)
 	gz := parseFile(t, fixtureGzip)
 	ns := parseFile(t, fixtureNsight)
+	raw, err := os.ReadFile(fixtureNsight)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsGz, err := traces.Parse(context.Background(), bytes.NewReader(gzipBytes(t, raw)), traces.Options{TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("gzip-compressed Nsight export: %v", err)
+	}
 
 	// 1 prefill + 3 decode steps of 8 layers: per step 3 head ops, 12 ops
 	// per layer (13 in decode: the split-KV combine), 6 tail ops.
@@ -44,7 +52,7 @@ func TestParseFixtures(t *testing.T) {
 		name   string
 		tr     *traces.Trace
 		format traces.Format
-	}{{"json", js, traces.FormatChrome}, {"gzip", gz, traces.FormatChrome}, {"nsight", ns, traces.FormatNsight}} {
+	}{{"json", js, traces.FormatChrome}, {"gzip", gz, traces.FormatChrome}, {"nsight", ns, traces.FormatNsight}, {"nsight gzip stream", nsGz, traces.FormatNsight}} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.tr.Format != tc.format {
 				t.Errorf("format %s, want %s", tc.tr.Format, tc.format)
