@@ -47,6 +47,7 @@ type Cluster struct {
 	gpus    int
 	hosts   int
 	step    time.Duration
+	gateway *page // the gateway page layout, rebuilt when instances change
 }
 
 // model is one served model and its replicas.
@@ -358,6 +359,7 @@ func (c *Cluster) SetConfig(scope metrics.Scope, cfg EngineConfig) error {
 		if len(m.instances) > cfg.Replicas {
 			m.instances = m.instances[:cfg.Replicas]
 		}
+		c.gateway = nil
 	}
 	return nil
 }
@@ -378,6 +380,8 @@ func (c *Cluster) reconfigure(in *instance, cfg EngineConfig) {
 		in.setGPUs(c)
 	}
 	in.layouts = [3]*page{}
+	in.histFams = nil
+	c.gateway = nil
 }
 
 func (c *Cluster) scopeInstances(scope metrics.Scope) ([]*instance, error) {

@@ -119,7 +119,8 @@ type instance struct {
 	hitRate  float64
 	capacity float64 // requests per second at the batch limit
 
-	layouts [3]*page // series layout per page kind, rebuilt after a config change
+	layouts  [3]*page     // series layout per page kind, rebuilt after a config change
+	histFams []histFamily // the engine page's histograms, rebuilt after a config change
 
 	cnt                  counters
 	hist                 histograms

@@ -216,25 +216,30 @@ func dcgmValue(name string, v float64) string {
 }
 
 type histFamily struct {
-	name, help string
-	h          *histogram
+	name, help           string
+	bucket, count, total string // series names
+	h                    *histogram
 }
 
 func (in *instance) histFamilies() []histFamily {
 	h := in.hist
-	return []histFamily{
-		{"vllm:request_prompt_tokens", "Number of prefill tokens processed.", h.prompt},
-		{"vllm:request_generation_tokens", "Number of generation tokens processed.", h.generation},
-		{"vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", h.iteration},
-		{"vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", h.ttft},
-		{"vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", h.itl},
-		{"vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.", h.tpot},
-		{"vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", h.e2e},
-		{"vllm:request_queue_time_seconds", "Histogram of time spent in WAITING phase for request.", h.queue},
-		{"vllm:request_inference_time_seconds", "Histogram of time spent in RUNNING phase for request.", h.inference},
-		{"vllm:request_prefill_time_seconds", "Histogram of time spent in PREFILL phase for request.", h.prefill},
-		{"vllm:request_decode_time_seconds", "Histogram of time spent in DECODE phase for request.", h.decode},
+	fams := []histFamily{
+		{name: "vllm:request_prompt_tokens", help: "Number of prefill tokens processed.", h: h.prompt},
+		{name: "vllm:request_generation_tokens", help: "Number of generation tokens processed.", h: h.generation},
+		{name: "vllm:iteration_tokens_total", help: "Histogram of number of tokens per engine_step.", h: h.iteration},
+		{name: "vllm:time_to_first_token_seconds", help: "Histogram of time to first token in seconds.", h: h.ttft},
+		{name: "vllm:inter_token_latency_seconds", help: "Histogram of inter-token latency in seconds.", h: h.itl},
+		{name: "vllm:request_time_per_output_token_seconds", help: "Histogram of time_per_output_token_seconds per request.", h: h.tpot},
+		{name: "vllm:e2e_request_latency_seconds", help: "Histogram of e2e request latency in seconds.", h: h.e2e},
+		{name: "vllm:request_queue_time_seconds", help: "Histogram of time spent in WAITING phase for request.", h: h.queue},
+		{name: "vllm:request_inference_time_seconds", help: "Histogram of time spent in RUNNING phase for request.", h: h.inference},
+		{name: "vllm:request_prefill_time_seconds", help: "Histogram of time spent in PREFILL phase for request.", h: h.prefill},
+		{name: "vllm:request_decode_time_seconds", help: "Histogram of time spent in DECODE phase for request.", h: h.decode},
 	}
+	for i := range fams {
+		fams[i].bucket, fams[i].count, fams[i].total = fams[i].name+"_bucket", fams[i].name+"_count", fams[i].name+"_sum"
+	}
+	return fams
 }
 
 func (in *instance) walkEngine(w *walker) {
@@ -259,17 +264,41 @@ func (in *instance) walkEngine(w *walker) {
 	for i, r := range finishReasons {
 		w.add("vllm:request_success_total", math.Floor(in.cnt.success[i]), "engine", "0", "finished_reason", r, "model_name", mn)
 	}
-	for _, hf := range in.histFamilies() {
-		w.family(hf.name, hf.help, "histogram")
-		for i, b := range hf.h.bounds {
-			w.add(hf.name+"_bucket", hf.h.counts[i], "engine", "0", "le", pyFloat(b), "model_name", mn)
-		}
-		w.add(hf.name+"_bucket", hf.h.count, "engine", "0", "le", "+Inf", "model_name", mn)
-		w.add(hf.name+"_count", hf.h.count, "engine", "0", "model_name", mn)
-		w.add(hf.name+"_sum", hf.h.sum, "engine", "0", "model_name", mn)
+	if in.histFams == nil {
+		in.histFams = in.histFamilies()
 	}
-	cfg := in.cfg
+	for _, hf := range in.histFams {
+		w.family(hf.name, hf.help, "histogram")
+		for i := range hf.h.bounds {
+			w.add(hf.bucket, hf.h.counts[i], "engine", "0", "le", hf.h.pyLe[i], "model_name", mn)
+		}
+		w.add(hf.bucket, hf.h.count, "engine", "0", "le", "+Inf", "model_name", mn)
+		w.add(hf.count, hf.h.count, "engine", "0", "model_name", mn)
+		w.add(hf.total, hf.h.sum, "engine", "0", "model_name", mn)
+	}
 	w.family("vllm:cache_config_info", "Information of the LLMEngine CacheConfig", "gauge")
+	if !w.build {
+		w.add("vllm:cache_config_info", 1) // labels are fixed until the next config change
+	} else {
+		in.addConfigInfo(w, mn)
+	}
+	if in.cfg.NumSpeculativeTokens > 0 {
+		counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", in.cnt.drafts)
+		counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", in.cnt.draftTokens)
+		counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", in.cnt.accepted)
+		w.family("vllm:spec_decode_num_accepted_tokens_per_pos_total", "Accepted tokens per draft position.", "counter")
+		for i, v := range in.cnt.acceptedPos {
+			if w.build {
+				w.add("vllm:spec_decode_num_accepted_tokens_per_pos_total", math.Floor(v), "engine", "0", "model_name", mn, "position", strconv.Itoa(i))
+			} else {
+				w.add("", math.Floor(v))
+			}
+		}
+	}
+}
+
+func (in *instance) addConfigInfo(w *walker, mn string) {
+	cfg := in.cfg
 	w.add("vllm:cache_config_info", 1,
 		"block_size", strconv.Itoa(cfg.BlockSize),
 		"cache_dtype", "auto",
@@ -285,15 +314,6 @@ func (in *instance) walkEngine(w *walker) {
 		"replicas", strconv.Itoa(cfg.Replicas),
 		"tensor_parallel_size", strconv.Itoa(cfg.TensorParallelSize),
 	)
-	if cfg.NumSpeculativeTokens > 0 {
-		counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", in.cnt.drafts)
-		counter("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", in.cnt.draftTokens)
-		counter("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", in.cnt.accepted)
-		w.family("vllm:spec_decode_num_accepted_tokens_per_pos_total", "Accepted tokens per draft position.", "counter")
-		for i, v := range in.cnt.acceptedPos {
-			w.add("vllm:spec_decode_num_accepted_tokens_per_pos_total", math.Floor(v), "engine", "0", "model_name", mn, "position", strconv.Itoa(i))
-		}
-	}
 }
 
 func pyBool(b bool) string {
@@ -310,40 +330,48 @@ func numGPUBlocks(spec ModelSpec, cfg EngineConfig) int {
 	return max(64, int(pool/spec.KVBytesPerToken()/float64(cfg.BlockSize)))
 }
 
+// gpuField is one exported dcgm-exporter field.
+type gpuField struct {
+	name, help, typ string
+	v               func(g *gpuState) float64
+}
+
+var gpuFields = []gpuField{
+	{"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", "gauge", func(g *gpuState) float64 { return math.Round(g.clock * H100.MaxSMClockMHz) }},
+	{"DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", "gauge", func(*gpuState) float64 { return H100.MemClockMHz }},
+	{"DCGM_FI_DEV_MEMORY_TEMP", "Memory temperature (in C).", "gauge", func(g *gpuState) float64 { return math.Round(g.memTempC) }},
+	{"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", "gauge", func(g *gpuState) float64 { return math.Round(g.tempC) }},
+	{"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", "gauge", func(g *gpuState) float64 { return g.powerW }},
+	{"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Total energy consumption since boot (in mJ).", "counter", func(g *gpuState) float64 { return math.Floor(g.energyMJ) }},
+	{"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "Total number of PCIe retries.", "counter", func(*gpuState) float64 { return 0 }},
+	{"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", "gauge", func(g *gpuState) float64 { return g.util }},
+	{"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", "gauge", func(g *gpuState) float64 { return g.copyUtil }},
+	{"DCGM_FI_DEV_ENC_UTIL", "Encoder utilization (in %).", "gauge", func(*gpuState) float64 { return 0 }},
+	{"DCGM_FI_DEV_DEC_UTIL", "Decoder utilization (in %).", "gauge", func(*gpuState) float64 { return 0 }},
+	{"DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", "gauge", func(g *gpuState) float64 { return g.xid }},
+	{"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", "gauge", func(g *gpuState) float64 { return g.fbFreeMiB }},
+	{"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "gauge", func(g *gpuState) float64 { return g.fbUsedMiB }},
+	{"DCGM_FI_DEV_FB_RESERVED", "Framebuffer memory reserved (in MiB).", "gauge", func(*gpuState) float64 { return H100.ReservedMiB }},
+	{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", "gauge", func(g *gpuState) float64 { return g.grActive }},
+	{"DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", "gauge", func(g *gpuState) float64 { return g.smActive }},
+	{"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", "gauge", func(g *gpuState) float64 { return g.tensor }},
+	{"DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.", "gauge", func(g *gpuState) float64 { return g.dram }},
+	{"DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", "gauge", func(g *gpuState) float64 { return math.Round(g.pcieTX) }},
+	{"DCGM_FI_PROF_PCIE_RX_BYTES", "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", "gauge", func(g *gpuState) float64 { return math.Round(g.pcieRX) }},
+}
+
 func (in *instance) walkGPU(w *walker) {
-	type field struct {
-		name, help, typ string
-		v               func(g *gpuState) float64
-	}
-	fields := []field{
-		{"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", "gauge", func(g *gpuState) float64 { return math.Round(g.clock * H100.MaxSMClockMHz) }},
-		{"DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", "gauge", func(*gpuState) float64 { return H100.MemClockMHz }},
-		{"DCGM_FI_DEV_MEMORY_TEMP", "Memory temperature (in C).", "gauge", func(g *gpuState) float64 { return math.Round(g.memTempC) }},
-		{"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", "gauge", func(g *gpuState) float64 { return math.Round(g.tempC) }},
-		{"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", "gauge", func(g *gpuState) float64 { return g.powerW }},
-		{"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Total energy consumption since boot (in mJ).", "counter", func(g *gpuState) float64 { return math.Floor(g.energyMJ) }},
-		{"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "Total number of PCIe retries.", "counter", func(*gpuState) float64 { return 0 }},
-		{"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", "gauge", func(g *gpuState) float64 { return g.util }},
-		{"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", "gauge", func(g *gpuState) float64 { return g.copyUtil }},
-		{"DCGM_FI_DEV_ENC_UTIL", "Encoder utilization (in %).", "gauge", func(*gpuState) float64 { return 0 }},
-		{"DCGM_FI_DEV_DEC_UTIL", "Decoder utilization (in %).", "gauge", func(*gpuState) float64 { return 0 }},
-		{"DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", "gauge", func(g *gpuState) float64 { return g.xid }},
-		{"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", "gauge", func(g *gpuState) float64 { return g.fbFreeMiB }},
-		{"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", "gauge", func(g *gpuState) float64 { return g.fbUsedMiB }},
-		{"DCGM_FI_DEV_FB_RESERVED", "Framebuffer memory reserved (in MiB).", "gauge", func(*gpuState) float64 { return H100.ReservedMiB }},
-		{"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", "gauge", func(g *gpuState) float64 { return g.grActive }},
-		{"DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", "gauge", func(g *gpuState) float64 { return g.smActive }},
-		{"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", "gauge", func(g *gpuState) float64 { return g.tensor }},
-		{"DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.", "gauge", func(g *gpuState) float64 { return g.dram }},
-		{"DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", "gauge", func(g *gpuState) float64 { return math.Round(g.pcieTX) }},
-		{"DCGM_FI_PROF_PCIE_RX_BYTES", "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", "gauge", func(g *gpuState) float64 { return math.Round(g.pcieRX) }},
-	}
 	host := in.host
-	for _, f := range fields {
+	for _, f := range gpuFields {
 		w.family(f.name, f.help, f.typ)
 		for i := range in.gpus {
 			g := &in.gpus[i]
-			w.add(f.name, dcgmExposed(f.name, f.v(g)),
+			v := dcgmExposed(f.name, f.v(g))
+			if !w.build {
+				w.add("", v)
+				continue
+			}
+			w.add(f.name, v,
 				"gpu", strconv.Itoa(g.index), "UUID", g.uuid, "pci_bus_id", g.bus,
 				"device", "nvidia"+strconv.Itoa(g.index), "modelName", H100.Name, "Hostname", host,
 				"DCGM_FI_DRIVER_VERSION", H100.Driver, "container", "vllm", "namespace", "inference", "pod", in.name)
@@ -354,14 +382,19 @@ func (in *instance) walkGPU(w *walker) {
 // gatewayPage builds the gateway's page: one histogram and one counter per
 // upstream instance.
 func (c *Cluster) gatewayPage() *page {
-	p := &page{kind: pageGateway}
-	w := &walker{p: p, build: true}
+	p := c.gateway
+	w := &walker{p: p}
+	if p == nil {
+		p = &page{kind: pageGateway}
+		c.gateway = p
+		w = &walker{p: p, build: true}
+	}
 	w.family("gateway_request_duration_seconds", "Request duration seen at the gateway, from request to last byte.", "histogram")
 	for _, m := range c.models {
 		for _, in := range m.instances {
 			h := in.hist.gateway
-			for i, b := range h.bounds {
-				w.add("gateway_request_duration_seconds_bucket", h.counts[i], "le", goFloat(b), "model_name", m.spec.Name, "pod", in.name)
+			for i := range h.bounds {
+				w.add("gateway_request_duration_seconds_bucket", h.counts[i], "le", h.goLe[i], "model_name", m.spec.Name, "pod", in.name)
 			}
 			w.add("gateway_request_duration_seconds_bucket", h.count, "le", "+Inf", "model_name", m.spec.Name, "pod", in.name)
 			w.add("gateway_request_duration_seconds_sum", h.sum, "model_name", m.spec.Name, "pod", in.name)

@@ -35,17 +35,22 @@ func buckets125(maxModelLen int) []float64 {
 type histogram struct {
 	bounds []float64
 	logs   []float64 // log of each bound
+	pyLe   []string  // le label values as Python's client writes them
+	goLe   []string  // le label values as Go's client writes them
 	counts []float64 // cumulative, len(bounds)
 	count  float64
 	sum    float64
 }
 
 func newHistogram(bounds []float64) *histogram {
-	logs := make([]float64, len(bounds))
+	h := &histogram{bounds: bounds, logs: make([]float64, len(bounds)), counts: make([]float64, len(bounds)),
+		pyLe: make([]string, len(bounds)), goLe: make([]string, len(bounds))}
 	for i, b := range bounds {
-		logs[i] = math.Log(b)
+		h.logs[i] = math.Log(b)
+		h.pyLe[i] = pyFloat(b)
+		h.goLe[i] = goFloat(b)
 	}
-	return &histogram{bounds: bounds, logs: logs, counts: make([]float64, len(bounds))}
+	return h
 }
 
 // observeCDF adds n observations whose sum is sum and whose distribution

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -227,7 +226,9 @@ func catalogValues(prev, cur []capture, profiling bool) metrics.Values {
 			delta(func(c *capture) float64 { return pick(&c.hist).count }), 1000)
 	}
 	hp99 := func(id string, pick func(h *histograms) *histogram) {
-		sum, old := newHistogram(pick(&cur[0].hist).bounds), newHistogram(pick(&cur[0].hist).bounds)
+		bounds := pick(&cur[0].hist).bounds
+		sum := &histogram{bounds: bounds, counts: make([]float64, len(bounds))}
+		old := &histogram{bounds: bounds, counts: make([]float64, len(bounds))}
 		for i := range cur {
 			a, b := pick(&cur[i].hist), pick(&prev[i].hist)
 			if len(a.counts) != len(sum.counts) || len(b.counts) != len(sum.counts) {
@@ -324,11 +325,15 @@ func catalogValues(prev, cur []capture, profiling bool) metrics.Values {
 // significant rounds x to n significant digits, as a dashboard would show
 // it; it keeps the corpus compact.
 func significant(x float64, n int) float64 {
-	y, err := strconv.ParseFloat(strconv.FormatFloat(x, 'g', n, 64), 64)
-	if err != nil {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
 		return x
 	}
-	return y
+	e := n - 1 - int(math.Floor(math.Log10(math.Abs(x))))
+	if e < 0 || e > 22 {
+		return x
+	}
+	p := math.Pow10(e)
+	return math.Round(x*p) / p
 }
 
 func round6(x float64) float64 { return math.Round(x*1e6) / 1e6 }
