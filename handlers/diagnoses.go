@@ -4,11 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/views"
 )
@@ -59,7 +62,60 @@ func (h *Diagnoses) Create(c echo.Context) error {
 		BackHref: back,
 		Panel:    views.NewDiagnosisPanel(diag),
 	}
+	vm.Charts = h.evidenceCharts(c, snap, diag)
 	return render(c, http.StatusOK, views.DiagnosisPage(vm))
+}
+
+// maxEvidenceCharts bounds the charts on the diagnosis page.
+const maxEvidenceCharts = 4
+
+// evidenceCharts draws the two hours before the snapshot for the leading
+// evidence metrics, with the baseline's mean ± 3σ shaded over the window it
+// was computed from. Charts are a courtesy: a failing query only logs.
+func (h *Diagnoses) evidenceCharts(c echo.Context, snap metrics.Snapshot, diag diagnose.Diagnosis) []views.Chart {
+	ctx := c.Request().Context()
+	var ids []string
+	for _, e := range diag.Evidence {
+		if _, ok := metrics.Lookup(e.Metric); ok && !slices.Contains(ids, e.Metric) && len(ids) < maxEvidenceCharts {
+			ids = append(ids, e.Metric)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	r := metrics.Range{Start: snap.At.Add(-2 * time.Hour), End: snap.At, Step: time.Minute}
+	series, err := h.d.Telemetry.Range(ctx, snap.Scope, ids, r)
+	if err != nil {
+		h.d.Logger.WarnContext(ctx, "diagnoses: evidence charts", "scope", snap.Scope.String(), "err", err)
+		return nil
+	}
+	dev := h.d.Deviations(snap)
+	var out []views.Chart
+	for i, s := range series {
+		if i >= len(ids) {
+			break
+		}
+		m, _ := metrics.Lookup(ids[i])
+		spec := views.ChartSpec{
+			ID: "evidence-" + m.ID, Title: views.MetricLabel(m.ID), Unit: m.Unit,
+			Start: r.Start, End: r.End, Step: r.Step,
+			Series: []views.ChartSeries{{Metric: m.ID, Samples: s.Samples}},
+		}
+		if d, ok := dev[m.ID]; ok && d.Std > 0 {
+			from, to := snap.At.Add(-65*time.Minute), snap.At.Add(-6*time.Minute)
+			lo, hi := math.Max(d.Mean-3*d.Std, m.Min), d.Mean+3*d.Std
+			if m.Max > 0 {
+				hi = math.Min(hi, m.Max)
+			}
+			spec.Band = &views.ChartBand{
+				Name:  "baseline ±3σ",
+				Lower: []metrics.Sample{{T: from, V: lo}, {T: to, V: lo}},
+				Upper: []metrics.Sample{{T: from, V: hi}, {T: to, V: hi}},
+			}
+		}
+		out = append(out, views.NewChart(spec))
+	}
+	return out
 }
 
 // APIError is the JSON body of a rejected API request.

@@ -227,7 +227,8 @@ func TestDiagnoseNow(t *testing.T) {
 			t.Fatalf("status %d: %.1000s", r.status, r.body)
 		}
 		for _, w := range []string{`data-testid="diagnosis"`, `data-root-cause="kv_cache_eviction"`, `data-testid="diagnosis-evidence"`,
-			`data-testid="diagnosis-chain"`, `data-testid="diagnosis-actions"`, `gpu_memory_utilization → 0.95`, `86%`} {
+			`data-testid="diagnosis-chain"`, `data-testid="diagnosis-actions"`, `gpu_memory_utilization → 0.95`, `86%`,
+			`data-testid="evidence-charts"`, `data-testid="chart-evidence-kv_cache_hit_rate"`, `baseline ±3σ`} {
 			if !strings.Contains(r.body, w) {
 				t.Errorf("diagnosis page lacks %q", w)
 			}

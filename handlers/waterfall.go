@@ -66,6 +66,9 @@ func BuildWaterfall(means map[string]float64) views.WaterfallView {
 			default:
 				note2 = "Token generation dominates: look at memory bandwidth, batch size and sequence length."
 			}
+			if sum := ttft + dec; hasE2E && e2e > 0 && math.Abs(sum-e2e)/e2e > 0.25 {
+				note2 += fmt.Sprintf(" Note: TTFT + TPOT × tokens = %s, but engine E2E is %s; the token counters and the latency histograms disagree.", ms(sum), ms(e2e))
+			}
 		} else {
 			l2 = append(l2, seg{"TPOT (per token)", "wf-tpot", ttft, ttft + tpot, ms(tpot)})
 			note2 = "Output length unknown (no throughput in this window): TPOT is shown for one token."

@@ -144,4 +144,5 @@ type DiagnosisView struct {
 	At       time.Time
 	BackHref string // the live view the diagnosis was started from
 	Panel    DiagnosisPanelView
+	Charts   []Chart // the leading evidence metrics over the two hours before
 }

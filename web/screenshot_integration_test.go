@@ -52,7 +52,47 @@ func TestScreenshots(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	out := filepath.Join("..", "testout", "screenshots")
+	pages := []page{
+		{"overview", "/", "", `[data-testid="scopes"]`},
+		{"model-1h", "/scopes/llama-70b", "", `[data-testid="waterfall"]`},
+		{"instance-6h", "/scopes/llama-70b/llama-70b-1?range=6h", "", `[data-testid="waterfall"]`},
+		{"instance-7d", "/scopes/qwen-7b/qwen-7b-0?range=7d", "", `[data-testid="waterfall"]`},
+		{"diagnosis", "/scopes/llama-70b/llama-70b-1?range=1h", `[data-testid="diagnose-now"]`, `[data-testid="diagnosis"]`},
+		{"faults", "/faults", "", `[data-testid="fault-form"]`},
+		{"error-400", "/scopes/llama-70b?range=3y", "", `[data-testid="error-param"]`},
+		{"error-404", "/no/such/page", "", `[data-testid="error"]`},
+	}
+	shoot(t, chromium, srv.URL, filepath.Join("..", "testout", "screenshots"), pages)
+}
+
+// TestScreenshotsLive photographs a running console, such as `casebook
+// serve` on the demo cluster, when CASEBOOK_SCREENSHOT_URL is set.
+// CASEBOOK_SCREENSHOT_PATHS lists the paths, comma-separated.
+func TestScreenshotsLive(t *testing.T) {
+	base := os.Getenv("CASEBOOK_SCREENSHOT_URL")
+	if base == "" {
+		t.Skip("CASEBOOK_SCREENSHOT_URL is not set")
+	}
+	var pages []page
+	for i, p := range strings.Split(os.Getenv("CASEBOOK_SCREENSHOT_PATHS")+",/", ",") {
+		if p != "" {
+			pages = append(pages, page{name: "live-" + strconv.Itoa(i), path: p, wait: "main"})
+		}
+	}
+	shoot(t, testenv.ChromiumPath(t), strings.TrimSuffix(base, "/"), filepath.Join("..", "testout", "screenshots-live"), pages)
+}
+
+type page struct {
+	name  string
+	path  string
+	click string // a button to click first (the diagnosis is a POST)
+	wait  string
+}
+
+// shoot saves each page at 1280 and 390 px and checks it is neither blank
+// nor wider than the viewport.
+func shoot(t *testing.T, chromium, base, out string, pages []page) {
+	t.Helper()
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -69,21 +109,6 @@ func TestScreenshots(t *testing.T) {
 		t.Fatalf("start chromium: %v", err)
 	}
 
-	pages := []struct {
-		name  string
-		path  string
-		click string // a button to click first (the diagnosis is a POST)
-		wait  string
-	}{
-		{"overview", "/", "", `[data-testid="scopes"]`},
-		{"model-1h", "/scopes/llama-70b", "", `[data-testid="waterfall"]`},
-		{"instance-6h", "/scopes/llama-70b/llama-70b-1?range=6h", "", `[data-testid="waterfall"]`},
-		{"instance-7d", "/scopes/qwen-7b/qwen-7b-0?range=7d", "", `[data-testid="waterfall"]`},
-		{"diagnosis", "/scopes/llama-70b/llama-70b-1?range=1h", `[data-testid="diagnose-now"]`, `[data-testid="diagnosis"]`},
-		{"faults", "/faults", "", `[data-testid="fault-form"]`},
-		{"error-400", "/scopes/llama-70b?range=3y", "", `[data-testid="error-param"]`},
-		{"error-404", "/no/such/page", "", `[data-testid="error"]`},
-	}
 	for _, width := range []int64{1280, 390} {
 		for _, p := range pages {
 			name := p.name + "-" + itoa(width)
@@ -92,7 +117,7 @@ func TestScreenshots(t *testing.T) {
 				defer cancel()
 				steps := []chromedp.Action[chromedp.Void]{
 					chromedp.EmulateViewport(width, 900),
-					chromedp.Navigate(srv.URL + p.path),
+					chromedp.Navigate(base + p.path),
 				}
 				if p.click != "" {
 					steps = append(steps, chromedp.WaitVisible(chromedp.CSS(p.click)), chromedp.Click(chromedp.CSS(p.click)))
