@@ -114,20 +114,37 @@ func CodeCategory(code byte) (Category, bool) {
 	return "", false
 }
 
-func sortActivities(a []Activity) {
-	slices.SortFunc(a, func(x, y Activity) int {
-		if c := cmp.Compare(x.Device, y.Device); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(x.Start, y.Start); c != 0 {
-			return c
-		}
-		return cmp.Compare(x.Stream, y.Stream)
-	})
+func compareActivities(x, y Activity) int {
+	if c := cmp.Compare(x.Device, y.Device); c != 0 {
+		return c
+	}
+	if c := cmp.Compare(x.Start, y.Start); c != 0 {
+		return c
+	}
+	return cmp.Compare(x.Stream, y.Stream)
 }
 
-// Summarize computes the Summary of t.
+func sortActivities(a []Activity) { slices.SortFunc(a, compareActivities) }
+
+// Summarize computes the Summary of t. A Trace from the parsers is used as
+// is; one assembled by hand is tolerated: unsorted activities are sorted
+// in a copy, and missing name categories are classified.
 func Summarize(t *Trace) Summary {
+	if len(t.NameCategory) != len(t.Names) || !slices.IsSortedFunc(t.Activities, compareActivities) {
+		fixed := *t
+		fixed.Activities = slices.Clone(t.Activities)
+		sortActivities(fixed.Activities)
+		fixed.NameCategory = make([]Category, len(t.Names))
+		for i, n := range t.Names {
+			fixed.NameCategory[i] = Classify(n)
+		}
+		for _, a := range fixed.Activities {
+			if a.Kind != KindKernel && int(a.Name) < len(t.Names) && a.Name >= 0 {
+				fixed.NameCategory[a.Name] = CategoryMemory
+			}
+		}
+		t = &fixed
+	}
 	s := Summary{
 		Format: t.Format, Devices: t.Devices, Activities: len(t.Activities),
 		Steps: t.Steps, StepTime: t.StepTime,

@@ -276,3 +276,20 @@ func TestSummaryJSON(t *testing.T) {
 		t.Errorf("unexpected JSON shape: %.300s", b)
 	}
 }
+
+func TestSummarizeHandBuilt(t *testing.T) {
+	parsed := parseString(t, smallTrace)
+	hand := &traces.Trace{Format: traces.FormatChrome, Names: parsed.Names, Steps: parsed.Steps, StepTime: parsed.StepTime}
+	for i := len(parsed.Activities) - 1; i >= 0; i-- { // reversed: unsorted
+		hand.Activities = append(hand.Activities, parsed.Activities[i])
+	}
+	got, want := traces.Summarize(hand), traces.Summarize(parsed)
+	gb, _ := json.Marshal(got)
+	wb, _ := json.Marshal(want)
+	if !bytes.Equal(gb, wb) {
+		t.Errorf("hand-built trace summarises differently:\n%s\n%s", gb, wb)
+	}
+	if hand.Activities[0].Device != 1 {
+		t.Error("Summarize reordered the caller's activities")
+	}
+}
