@@ -27,6 +27,8 @@ type Options struct {
 	Thresholds map[string]float64
 	// For is how long an alert condition must hold (default 2m).
 	For time.Duration
+	// EvalInterval is how often the alerting rules are evaluated (default 15s).
+	EvalInterval time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -38,6 +40,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.For <= 0 {
 		o.For = 2 * time.Minute
+	}
+	if o.EvalInterval <= 0 {
+		o.EvalInterval = 15 * time.Second
 	}
 	return o
 }
@@ -194,7 +199,7 @@ func Alerts(opts Options) (File, error) {
 		th.Value = v
 		fixed[id] = th
 	}
-	g := Group{Name: "casebook-fixed-thresholds", Interval: "15s"}
+	g := Group{Name: "casebook-fixed-thresholds", Interval: metrics.FormatDuration(o.EvalInterval)}
 	for _, m := range metrics.Catalog {
 		expr := m.QueryBy(metrics.Selectors{}, o.Window, labels)
 		var cond, summary string

@@ -10,8 +10,14 @@ import (
 // content and returns it once /-/ready answers.
 func Prometheus(t testing.TB, config string) *Process {
 	t.Helper()
+	return StartPrometheusOnPort(t, config, FreePort(t))
+}
+
+// StartPrometheusOnPort is Prometheus on a port chosen beforehand, for
+// components that must know its URL before it starts.
+func StartPrometheusOnPort(t testing.TB, config string, port int) *Process {
+	t.Helper()
 	bin := LookBinary(t, "prometheus", "prometheus")
-	port := FreePort(t)
 	dir := t.TempDir()
 	cfg := WriteFile(t, dir, "prometheus.yml", config)
 	return Start(t, "prometheus", bin, port, "/-/ready",
