@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/casebook/casebook/metrics"
 )
@@ -168,4 +169,31 @@ func FuzzParseFaultJSON(f *testing.F) {
 		_, _ = c.Inject(fault)
 		c.ClearFaults()
 	})
+}
+
+func TestConcurrentScrapeAndAdvance(t *testing.T) {
+	c := New(Options{Seed: 1, Start: monday})
+	srv := httptest.NewServer(c.Handler())
+	defer srv.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; i <= 50; i++ {
+			c.Advance(monday.Add(time.Duration(i) * 5 * time.Second))
+		}
+	}()
+	for _, tg := range c.Targets() {
+		for _, path := range []string{tg.EnginePath, tg.GPUPath, GatewayPath} {
+			resp, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || len(b) == 0 {
+				t.Errorf("%s: %d, %d bytes", path, resp.StatusCode, len(b))
+			}
+		}
+	}
+	<-done
 }
