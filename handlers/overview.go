@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"sync"
@@ -35,9 +36,21 @@ const maxParallelSnapshots = 8
 func (h *Overview) Show(c echo.Context) error {
 	ctx := c.Request().Context()
 	now := h.d.Now()
+	vm := views.OverviewView{
+		Layout:    h.d.layout("Overview", views.NavOverview),
+		Generated: now,
+		Counts:    map[views.Status]int{},
+	}
+	vm.Layout.Refresh = true
 	scopes, err := h.d.Telemetry.Scopes(ctx)
 	if err != nil {
-		return fmt.Errorf("overview: list scopes: %w", err)
+		// The overview is where an engineer lands when things are broken:
+		// say what is wrong instead of failing the page.
+		h.d.Logger.ErrorContext(ctx, "overview: list scopes", "err", err)
+		vm.Layout.Banners = append(vm.Layout.Banners, views.Banner{
+			Status: views.StatusCritical, Text: "Cannot list models from the metric source: " + err.Error(), Now: now,
+		})
+		return render(c, http.StatusOK, views.OverviewPage(vm))
 	}
 	rows := make([]views.ScopeRow, len(scopes))
 	worst := make([]float64, len(scopes))
@@ -48,6 +61,14 @@ func (h *Overview) Show(c echo.Context) error {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
+			// A panic here would bypass the recover middleware and take
+			// the process down; turn it into a row that says so.
+			defer func() {
+				if p := recover(); p != nil {
+					h.d.Logger.ErrorContext(ctx, "overview: snapshot panicked", "scope", s.String(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					rows[i] = views.ScopeRow{Scope: s, Href: views.ScopePath(s, ""), Err: "could not read metrics (internal error)"}
+				}
+			}()
 			rows[i], worst[i] = h.row(ctx, s, now)
 		}()
 	}
@@ -66,12 +87,6 @@ func (h *Overview) Show(c echo.Context) error {
 		}
 		return ra.Scope.String() < rb.Scope.String()
 	})
-	vm := views.OverviewView{
-		Layout:    h.d.layout("Overview", views.NavOverview),
-		Generated: now,
-		Counts:    map[views.Status]int{},
-	}
-	vm.Layout.Refresh = true
 	for _, i := range idx {
 		vm.Rows = append(vm.Rows, rows[i])
 		vm.Counts[rows[i].Status]++
