@@ -211,7 +211,7 @@ func TestIncidentPageWorkflow(t *testing.T) {
 	}
 	for _, w := range []string{`data-testid="incident"`, `data-testid="panel-latency"`, `data-testid="panel-quality"`,
 		`data-testid="chart-marker"`, `data-testid="diagnosis"`, `data-root-cause="kv_cache_eviction"`, `data-testid="label-form"`,
-		`data-testid="similar-placeholder"`, `&lt;script&gt;alert(`, `data-testid="nav"`, `Alertmanager alert VLLMHighTTFT`} {
+		`data-testid="similar-placeholder"`, `data-testid="incident-title">&lt;script&gt;alert(`, `data-testid="nav"`, `Alertmanager alert VLLMHighTTFT`} {
 		if !strings.Contains(r.body, w) {
 			t.Errorf("incident page lacks %q", w)
 		}

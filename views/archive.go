@@ -84,6 +84,9 @@ func NewAccuracyTrend(weeks []AccuracyRow) Chart {
 		end = t.Add(7 * 24 * time.Hour)
 		share = append(share, metrics.Sample{T: t, V: float64(w.Correct) / float64(w.Reviewed)})
 	}
+	if len(share) == 1 { // one point draws nothing: hold it over its week
+		share = append(share, metrics.Sample{T: end, V: share[0].V})
+	}
 	if start.IsZero() {
 		end = time.Now().UTC()
 		start = end.Add(-28 * 24 * time.Hour)
