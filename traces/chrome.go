@@ -189,7 +189,9 @@ func (f *flexID) UnmarshalJSON(b []byte) error {
 func ParseChrome(ctx context.Context, r io.Reader, opts Options) (*Trace, error) {
 	opts = opts.withDefaults()
 	g := &jsonGuard{r: &limitReader{r: r, left: opts.MaxBytes}, maxString: opts.MaxStringLen, maxDepth: opts.MaxDepth}
-	dec := json.NewDecoder(g)
+	pr := newPrefetchReader(g)
+	defer pr.Close()
+	dec := json.NewDecoder(pr)
 	p := &chromeParser{ctx: ctx, dec: dec, opts: opts, b: newBuilder(FormatChrome)}
 	if err := p.parse(); err != nil {
 		return nil, fmt.Errorf("traces: chrome trace: %w", classifyErr(err))
