@@ -73,8 +73,12 @@ func (t *Telemetry) startDemo(ctx, bg context.Context, backfill time.Duration) e
 	if err != nil {
 		return fmt.Errorf("telemetry: demo: %w", err)
 	}
+	// Head compaction would compete with the back-fill for the CPU; it
+	// runs afterwards, in the background.
+	t.db.DisableCompactions()
 	began := time.Now()
 	n, err := backfillCluster(ctx, t.db, t.cluster, from, now, demoBackfillStep, jobs, hostPortOf(demoBaseURL))
+	t.db.EnableCompactions()
 	if err != nil {
 		return fmt.Errorf("telemetry: demo back-fill: %w", err)
 	}
@@ -167,67 +171,137 @@ type backfillRef struct {
 // backfillCluster runs the simulator from `from` to `to` and appends every
 // sample, labelled exactly as the live scrape will label it (the series'
 // own labels plus job and instance), in commits of backfillBatch samples.
-// It returns the number of samples appended.
+// The simulator and the TSDB work in a pipeline: while one batch is being
+// appended and committed, the simulator fills the next. It returns the
+// number of samples appended.
 func backfillCluster(ctx context.Context, db storage.Appendable, c *sim.Cluster, from, to time.Time, step time.Duration, jobs map[string]string, instance string) (int, error) {
+	batches := make(chan *backfillBatchBuf, 2)
+	free := make(chan *backfillBatchBuf, 3)
+	for range 3 {
+		free <- &backfillBatchBuf{}
+	}
+	appendErr := make(chan error, 1)
+	go func() {
+		appendErr <- appendBatches(ctx, db, batches, free)
+	}()
+
 	refs := make(map[string]*backfillRef)
-	app := db.Appender(ctx)
-	pending, total := 0, 0
+	total := 0
 	var b labels.ScratchBuilder
+	cur := <-free
+	send := func() error {
+		select {
+		case batches <- cur:
+		case err := <-appendErr:
+			appendErr <- err
+			return fmt.Errorf("append stopped: %w", err)
+		}
+		select {
+		case cur = <-free:
+		case err := <-appendErr:
+			appendErr <- err
+			return fmt.Errorf("append stopped: %w", err)
+		}
+		return nil
+	}
 	err := c.Backfill(from, to, step, func(s sim.Sample) error {
 		r, ok := refs[s.Key]
 		if !ok {
-			b.Reset()
-			name := ""
-			hasJob, hasInstance := false, false
-			for _, l := range s.Labels {
-				b.Add(l.Name, l.Value)
-				switch l.Name {
-				case labels.MetricName:
-					name = l.Value
-				case "job":
-					hasJob = true
-				case "instance":
-					hasInstance = true
-				}
+			var err error
+			if r, err = newBackfillRef(&b, s, jobs, instance); err != nil {
+				return err
 			}
-			if name == "" {
-				return fmt.Errorf("series %q has no metric name", s.Key)
-			}
-			if !hasJob {
-				b.Add("job", jobForName(jobs, name))
-			}
-			if !hasInstance {
-				b.Add("instance", instance)
-			}
-			b.Sort()
-			r = &backfillRef{lset: b.Labels()}
 			refs[s.Key] = r
 		}
-		ref, err := app.Append(r.ref, r.lset, s.T.UnixMilli(), s.V)
-		if err != nil {
-			return fmt.Errorf("append %s at %s: %w", r.lset, s.T.Format(time.RFC3339), err)
-		}
-		r.ref = ref
-		pending++
+		cur.refs = append(cur.refs, r)
+		cur.ts = append(cur.ts, s.T.UnixMilli())
+		cur.vs = append(cur.vs, s.V)
 		total++
-		if pending >= backfillBatch {
-			if err := app.Commit(); err != nil {
-				return fmt.Errorf("commit: %w", err)
-			}
+		if len(cur.refs) >= backfillBatch {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			app = db.Appender(ctx)
-			pending = 0
+			return send()
 		}
 		return nil
 	})
+	if err == nil && len(cur.refs) > 0 {
+		err = send()
+	}
+	close(batches)
+	if aerr := <-appendErr; aerr != nil && err == nil {
+		err = aerr
+	}
 	if err != nil {
-		_ = app.Rollback()
 		return total, err
 	}
-	if err := app.Commit(); err != nil {
-		return total, fmt.Errorf("commit: %w", err)
-	}
 	return total, nil
+}
+
+// backfillBatchBuf is one batch of back-filled samples on its way to the
+// TSDB.
+type backfillBatchBuf struct {
+	refs []*backfillRef
+	ts   []int64
+	vs   []float64
+}
+
+// appendBatches appends and commits every batch it receives, handing the
+// buffers back for reuse. After an error it drains the channel.
+func appendBatches(ctx context.Context, db storage.Appendable, batches <-chan *backfillBatchBuf, free chan<- *backfillBatchBuf) error {
+	var failed error
+	for bb := range batches {
+		if failed == nil {
+			failed = appendBatch(ctx, db, bb)
+		}
+		bb.refs, bb.ts, bb.vs = bb.refs[:0], bb.ts[:0], bb.vs[:0]
+		free <- bb
+	}
+	return failed
+}
+
+func appendBatch(ctx context.Context, db storage.Appendable, bb *backfillBatchBuf) error {
+	app := db.Appender(ctx)
+	for i, r := range bb.refs {
+		ref, err := app.Append(r.ref, r.lset, bb.ts[i], bb.vs[i])
+		if err != nil {
+			_ = app.Rollback()
+			return fmt.Errorf("append %s at %s: %w", r.lset, msTime(bb.ts[i]).Format(time.RFC3339), err)
+		}
+		r.ref = ref
+	}
+	if err := app.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// newBackfillRef builds the stored labels of a simulated series: its own
+// labels plus the job and instance the live scrape adds.
+func newBackfillRef(b *labels.ScratchBuilder, s sim.Sample, jobs map[string]string, instance string) (*backfillRef, error) {
+	b.Reset()
+	name := ""
+	hasJob, hasInstance := false, false
+	for _, l := range s.Labels {
+		b.Add(l.Name, l.Value)
+		switch l.Name {
+		case labels.MetricName:
+			name = l.Value
+		case "job":
+			hasJob = true
+		case "instance":
+			hasInstance = true
+		}
+	}
+	if name == "" {
+		return nil, fmt.Errorf("series %q has no metric name", s.Key)
+	}
+	if !hasJob {
+		b.Add("job", jobForName(jobs, name))
+	}
+	if !hasInstance {
+		b.Add("instance", instance)
+	}
+	b.Sort()
+	return &backfillRef{lset: b.Labels()}, nil
 }

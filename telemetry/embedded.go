@@ -2,14 +2,12 @@ package telemetry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql"
-	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 
@@ -139,13 +137,3 @@ func promLabelMap(ls labels.Labels) map[string]string {
 	ls.Range(func(l labels.Label) { out[l.Name] = l.Value })
 	return out
 }
-
-// checkExpr reports whether query parses, for early errors on bad input.
-func checkExpr(query string) error {
-	if _, err := parser.NewParser(parser.Options{}).ParseExpr(query); err != nil {
-		return fmt.Errorf("telemetry: parse %q: %w", query, err)
-	}
-	return nil
-}
-
-var errClosed = errors.New("telemetry: closed")
