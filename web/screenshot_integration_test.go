@@ -7,6 +7,7 @@ import (
 	"context"
 	"image/png"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -169,3 +170,78 @@ func colours(t *testing.T, b []byte) int {
 }
 
 func itoa(i int64) string { return strconv.FormatInt(i, 10) }
+
+// TestChartScript drives the page script in Chromium: axis labels in the
+// browser's time zone, the hover read-out, and drag-to-zoom rewriting only
+// the URL's from/to.
+func TestChartScript(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test")
+	}
+	chromium := testenv.ChromiumPath(t)
+	tel := handlerstest.NewTelemetry(handlerstest.Options{Span: 24 * time.Hour, Incident: metrics.Scope{Model: "llama-70b", Instance: "llama-70b-1"}})
+	srv := httptest.NewServer(web.New(web.Options{
+		Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{}, Deviations: handlerstest.Deviations,
+		Now: func() time.Time { return tel.End },
+	}))
+	defer srv.Close()
+	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(chromium), chromedp.Env("TZ=Europe/Berlin")}
+	for _, f := range testenv.ChromiumFlags {
+		opts = append(opts, chromedp.Flag(strings.TrimPrefix(f, "--"), true))
+	}
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancel()
+	bctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(bctx, 30*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(1280, 900),
+		chromedp.Navigate(srv.URL+"/scopes/llama-70b/llama-70b-1?range=6h"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-chart="quality-rates"]`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	// The window ends 05:00 UTC, which is 06:00 in Berlin.
+	last, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function () {
+		var ticks = document.querySelectorAll('[data-testid="chart-quality-rates"] text.xtick');
+		return ticks[ticks.length - 1].textContent; })()`))
+	if err != nil || last != "06:00" {
+		t.Errorf("last x label %q (%v), want 06:00 local time", last, err)
+	}
+	readout, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function () {
+		var svg = document.querySelector('[data-chart="quality-rates"]'), r = svg.getBoundingClientRect();
+		svg.dispatchEvent(new MouseEvent("mousemove", {clientX: r.left + r.width * 0.99, clientY: r.top + 20, bubbles: true}));
+		var box = svg.parentNode.querySelector(".readout");
+		return box.hidden ? "" : box.textContent; })()`))
+	if err != nil || !strings.Contains(readout, "Prefix hit rate: ") || !strings.Contains(readout, "%") {
+		t.Errorf("hover read-out %q (%v)", readout, err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(function () {
+		var svg = document.querySelector('[data-chart="quality-rates"]'), r = svg.getBoundingClientRect();
+		var at = function (type, f) { svg.dispatchEvent(new MouseEvent(type, {clientX: r.left + r.width * f, clientY: r.top + 50, button: 0, bubbles: true})); };
+		at("mousedown", 0.5); at("mousemove", 0.75); at("mouseup", 0.75);
+		return true; })()`)); err != nil {
+		t.Fatal(err)
+	}
+	var href string
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && !strings.Contains(href, "from=") {
+		time.Sleep(100 * time.Millisecond)
+		href, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`window.location.href`))
+	}
+	u, err := url.Parse(href)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	from, ferr := time.Parse(time.RFC3339, q.Get("from"))
+	to, terr := time.Parse(time.RFC3339, q.Get("to"))
+	// Half to three quarters of 6 hours ending 05:00 UTC: 02:00 to 03:30.
+	if q.Has("range") || ferr != nil || terr != nil || from.Sub(tel.End.Add(-3*time.Hour)).Abs() > 5*time.Minute || to.Sub(tel.End.Add(-90*time.Minute)).Abs() > 5*time.Minute {
+		t.Errorf("zoomed URL %q", href)
+	}
+}
