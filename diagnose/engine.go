@@ -198,32 +198,37 @@ func appendAnomalies(ev []Evidence, s m.Snapshot, base map[string]Deviation, ano
 //     (every signal of the signature present);
 //   - margin: (s1 - s2) / s1, how clearly it beats the runner-up s2.
 //
-// confidence = 0.3 + 0.65 * strength * (0.4 + 0.6 * margin)
+// confidence = 0.45 + 0.5 * strength * (0.4 + 0.6 * margin)
 //
-// so a strong, unopposed match reads 0.95, a strong match tied with another
-// cause about 0.56 (a coin toss between two causes plus a little), and a
-// weak match about 0.3, the accuracy one expects from guessing among a few
-// plausible causes. `casebook eval` prints the resulting calibration table.
+// A named cause has cleared its rule's gate (the signature's defining
+// signal) and beaten ten other rules, so even a bare pass starts near a
+// coin toss (0.45); a strong match tied with another cause reads 0.65 and a
+// strong, unopposed one 0.95. `casebook eval` prints the resulting
+// calibration table.
 func calibrate(s1, s2 float64) float64 {
 	if s1 <= 0 {
 		return 0
 	}
 	strength := ramp(s1, 0.3, 0.8)
 	margin := math.Max(0, (s1-s2)/s1)
-	return round3(0.3 + 0.65*strength*(0.4+0.6*margin))
+	return round3(0.45 + 0.5*strength*(0.4+0.6*margin))
 }
 
-// noneConfidence: nothing crossed the bar. Confidence falls as the largest
-// bad-direction z approaches the bar and as the best rule score rises.
+// noneConfidence: nothing crossed the bar. Incidents are opened because
+// something looked wrong, and a clean snapshot rules out large faults, not
+// small ones below the 3-sigma bar, so "none" is never near-certain: at
+// most 0.6, less as the largest bad-direction z nears the bar and as the
+// best rule score rises.
 func noneConfidence(top, maxBad float64) float64 {
-	c := 0.95 - 0.25*ramp(maxBad, 2, strongZ) - 0.5*top
-	return round3(math.Max(0.3, math.Min(0.95, c)))
+	c := 0.6 - 0.2*ramp(maxBad, 2, strongZ) - 0.3*top
+	return round3(math.Max(0.2, math.Min(0.6, c)))
 }
 
-// unknownConfidence: anomalous, no pattern. The weaker the best rule, the
-// surer we are that none of them applies.
+// unknownConfidence: anomalous, no pattern. "Unknown" is a statement about
+// the rule table, not about the service, so it stays low; the weaker the
+// best rule, the surer we are that none of them applies.
 func unknownConfidence(top float64) float64 {
-	return round3(0.6 - top)
+	return round3(math.Max(0.1, 0.45-top))
 }
 
 // severity grades user-facing impact: errors and latency multiples against

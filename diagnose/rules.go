@@ -63,10 +63,17 @@ func (r *reader) kvPressure() (float64, bool) {
 }
 
 // kvExcess is the growth of KV usage over its baseline divided by the
-// growth the load explains (prompt length x running batch); 1 means the
-// load explains it all.
+// growth the load explains: prompt length x running batch x lost sharing
+// (blocks of a shared prefix are held once; on a miss each sequence holds
+// its own, so usage scales with 1 - hit rate). 1 means the load explains
+// it all.
 func (r *reader) kvExcess() float64 {
 	load := r.rel(m.MeanPromptTokens) * r.rel(m.RunningSeqs)
+	if hit, ok := r.in.Snapshot.Current.Get(m.KVCacheHitRate); ok {
+		if base, ok := r.mean(m.KVCacheHitRate); ok && base < 0.98 {
+			load *= math.Max(1-hit, 0.02) / (1 - base)
+		}
+	}
 	return r.rel(m.KVCacheUsage) / math.Max(load, 0.1)
 }
 
@@ -376,25 +383,33 @@ func scoreEngineErrors(r *reader) float64 {
 // scoreHostOverhead: each token takes longer but the GPU is not doing more
 // work (SM and DRAM activity and power flat or falling) and the batch is not
 // small: the extra time is spent off the GPU, on the CPU side (tokenizer,
-// scheduler, kernel launches). Healthy clocks rule out throttling.
+// scheduler, kernel launches). Measurably idler SMs or DRAM confirm it;
+// without them the finding stands by elimination (clocks, bandwidth, drafts
+// and batch size all ruled out), and is weaker when DRAM activity is not
+// collected, because a bandwidth drop then cannot be excluded.
 func scoreHostOverhead(r *reader) float64 {
 	if !r.has(m.SMUtil) && !r.has(m.DRAMActive) {
 		return 0
 	}
 	lat := maxOf(r.up(m.TPOT), r.up(m.DecodeTime))
-	if lat == 0 {
+	if lat == 0 || r.z(m.SMUtil) > 1 {
+		// A slower step at higher SM activity is GPU work, not host work.
 		return 0
 	}
 	busier := maxOf(r.up(m.DRAMActive), r.bothUp(m.SMUtil), r.up(m.Power))
 	if busier >= 0.5 {
 		return 0
 	}
-	idle := maxOf(r.bothDown(m.SMUtil), r.down(m.DRAMActive), 0.5*r.down(m.Power))
+	idle := maxOf(ramp(-r.z(m.SMUtil), 1, 4), ramp(-r.z(m.DRAMActive), 1, 4), 0.5*ramp(-r.z(m.Power), 1, 4))
+	dramKnown := 0.0
+	if r.has(m.DRAMActive) {
+		dramKnown = 1
+	}
 	batchOK := 1 - r.batchSmall()
 	clocksOK := 1 - maxOf(r.down(m.SMClock), r.down(m.MemClock))
 	r.noteIf(lat, m.TPOT, remarkStarved)
-	r.noteIf(r.bothDown(m.SMUtil), m.SMUtil, "")
-	r.noteIf(r.down(m.DRAMActive), m.DRAMActive, "")
+	r.noteIf(idle, m.SMUtil, "")
+	r.noteIf(idle, m.DRAMActive, "")
 	r.note(m.RunningSeqs, remarkBatchFine)
-	return (0.35*lat + 0.3*idle + 0.15*(1-busier) + 0.2*batchOK) * clocksOK
+	return (0.35*lat + 0.25*idle + 0.15*(1-busier) + 0.15*batchOK + 0.1*dramKnown) * clocksOK
 }
