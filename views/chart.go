@@ -162,7 +162,9 @@ func NewChart(spec ChartSpec) Chart {
 		}
 		l := ChartLine{Name: name, Class: "s" + itoa(i%6)}
 		pts := decimate(s.Samples, c.Start, c.End)
-		var d, ts, vs strings.Builder
+		d := make([]byte, 0, len(pts)*14)
+		ts := make([]byte, 0, len(pts)*11)
+		vs := make([]byte, 0, len(pts)*8)
 		var prev time.Time
 		last := math.NaN()
 		for _, p := range pts {
@@ -170,21 +172,24 @@ func NewChart(spec ChartSpec) Chart {
 				prev = time.Time{}
 				continue
 			}
-			cmd := "L"
+			cmd := byte('L')
 			if prev.IsZero() || p.T.Sub(prev) > gap {
-				cmd = "M"
+				cmd = 'M'
 			}
 			prev = p.T
-			d.WriteString(cmd + ftoa(c.x(p.T)) + " " + ftoa(c.y(p.V*scale, lo, hi)))
-			if ts.Len() > 0 {
-				ts.WriteByte(',')
-				vs.WriteByte(',')
+			d = append(d, cmd)
+			d = strconv.AppendFloat(d, c.x(p.T), 'f', 1, 64)
+			d = append(d, ' ')
+			d = strconv.AppendFloat(d, c.y(p.V*scale, lo, hi), 'f', 1, 64)
+			if len(ts) > 0 {
+				ts = append(ts, ',')
+				vs = append(vs, ',')
 			}
-			ts.WriteString(strconv.FormatInt(p.T.Unix(), 10))
-			vs.WriteString(strconv.FormatFloat(p.V, 'g', 5, 64))
+			ts = strconv.AppendInt(ts, p.T.Unix(), 10)
+			vs = strconv.AppendFloat(vs, p.V, 'g', 5, 64)
 			last = p.V
 		}
-		l.D, l.Times, l.Values = d.String(), ts.String(), vs.String()
+		l.D, l.Times, l.Values = string(d), string(ts), string(vs)
 		l.Empty = l.D == ""
 		if l.Empty {
 			l.Last = "no data"
