@@ -73,7 +73,7 @@ func BenchmarkBackfill7d(b *testing.B) {
 		c := sim.New(sim.Options{Start: from})
 		b.StartTimer()
 		began := time.Now()
-		n, err := backfillCluster(context.Background(), db, c, from, to, demoBackfillStep, nil, "casebook-sim:80")
+		n, err := backfillCluster(context.Background(), db, c, from, to, demoBackfillStep, families{}, "casebook-sim:80")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 	"github.com/prometheus/prometheus/storage"
@@ -69,7 +71,7 @@ func (t *Telemetry) startDemo(ctx, bg context.Context, backfill time.Duration) e
 		}
 		loops = append(loops, newScrapeLoop(st, client, t.db, t.status))
 	}
-	jobs, err := familyJobs(ctx, client, loops)
+	fams, err := readFamilies(ctx, client, loops)
 	if err != nil {
 		return fmt.Errorf("telemetry: demo: %w", err)
 	}
@@ -77,7 +79,7 @@ func (t *Telemetry) startDemo(ctx, bg context.Context, backfill time.Duration) e
 	// runs afterwards, in the background.
 	t.db.DisableCompactions()
 	began := time.Now()
-	n, err := backfillCluster(ctx, t.db, t.cluster, from, now, demoBackfillStep, jobs, hostPortOf(demoBaseURL))
+	n, err := backfillCluster(ctx, t.db, t.cluster, from, now, demoBackfillStep, fams, hostPortOf(demoBaseURL))
 	t.db.EnableCompactions()
 	if err != nil {
 		return fmt.Errorf("telemetry: demo back-fill: %w", err)
@@ -98,25 +100,36 @@ func (t *Telemetry) startDemo(ctx, bg context.Context, backfill time.Duration) e
 	return nil
 }
 
-// familyJobs reads each target once and maps every metric name it exposes
-// to the target's job, so back-filled series get the job label the live
+// families is what one read of the demo targets tells about the series
+// they expose, so that back-filled series get exactly the labels the live
 // scrape will give them.
-func familyJobs(ctx context.Context, client *http.Client, loops []*scrapeLoop) (map[string]string, error) {
-	jobs := make(map[string]string)
+type families struct {
+	// jobs maps a metric name to the job of the target exposing it.
+	jobs map[string]string
+	// floatLabel maps a series name to the label whose value the text
+	// parser normalises to OpenMetrics float form: "le" of histogram
+	// buckets, "quantile" of summaries ("5" is stored as "5.0").
+	floatLabel map[string]string
+}
+
+// readFamilies reads each target once and records, for every metric name,
+// its target's job and whether the parser normalises one of its labels.
+func readFamilies(ctx context.Context, client *http.Client, loops []*scrapeLoop) (families, error) {
+	f := families{jobs: map[string]string{}, floatLabel: map[string]string{}}
 	for _, l := range loops {
 		job := l.target.labels.Get("job")
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.target.url, nil)
 		if err != nil {
-			return nil, err
+			return f, err
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", l.target.url, err)
+			return f, fmt.Errorf("read %s: %w", l.target.url, err)
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, MaxScrapeBodyBytes))
 		resp.Body.Close()
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", l.target.url, err)
+			return f, fmt.Errorf("read %s: %w", l.target.url, err)
 		}
 		p := textparse.NewPromParser(body, labels.NewSymbolTable(), false)
 		var lset labels.Labels
@@ -126,22 +139,31 @@ func familyJobs(ctx context.Context, client *http.Client, loops []*scrapeLoop) (
 				break
 			}
 			if err != nil {
-				return nil, fmt.Errorf("parse %s: %w", l.target.url, err)
+				return f, fmt.Errorf("parse %s: %w", l.target.url, err)
 			}
-			if et == textparse.EntrySeries {
+			switch et {
+			case textparse.EntryType:
+				name, typ := p.Type()
+				switch typ {
+				case model.MetricTypeHistogram:
+					f.floatLabel[string(name)+"_bucket"] = model.BucketLabel
+				case model.MetricTypeSummary:
+					f.floatLabel[string(name)] = model.QuantileLabel
+				}
+			case textparse.EntrySeries:
 				p.Labels(&lset)
-				jobs[lset.Get(labels.MetricName)] = job
+				f.jobs[lset.Get(labels.MetricName)] = job
 			}
 		}
 	}
-	return jobs, nil
+	return f, nil
 }
 
 // jobForName returns the job of a metric name, falling back to the naming
 // conventions for families the first read did not show (series that only
 // appear later, such as fault-driven ones).
-func jobForName(jobs map[string]string, name string) string {
-	if j, ok := jobs[name]; ok {
+func (f families) jobForName(name string) string {
+	if j, ok := f.jobs[name]; ok {
 		return j
 	}
 	switch {
@@ -174,7 +196,7 @@ type backfillRef struct {
 // The simulator and the TSDB work in a pipeline: while one batch is being
 // appended and committed, the simulator fills the next. It returns the
 // number of samples appended.
-func backfillCluster(ctx context.Context, db storage.Appendable, c *sim.Cluster, from, to time.Time, step time.Duration, jobs map[string]string, instance string) (int, error) {
+func backfillCluster(ctx context.Context, db storage.Appendable, c *sim.Cluster, from, to time.Time, step time.Duration, fams families, instance string) (int, error) {
 	batches := make(chan *backfillBatchBuf, 2)
 	free := make(chan *backfillBatchBuf, 3)
 	for range 3 {
@@ -208,7 +230,7 @@ func backfillCluster(ctx context.Context, db storage.Appendable, c *sim.Cluster,
 		r, ok := refs[s.Key]
 		if !ok {
 			var err error
-			if r, err = newBackfillRef(&b, s, jobs, instance); err != nil {
+			if r, err = fams.newBackfillRef(&b, s, instance); err != nil {
 				return err
 			}
 			refs[s.Key] = r
@@ -277,13 +299,29 @@ func appendBatch(ctx context.Context, db storage.Appendable, bb *backfillBatchBu
 }
 
 // newBackfillRef builds the stored labels of a simulated series: its own
-// labels plus the job and instance the live scrape adds.
-func newBackfillRef(b *labels.ScratchBuilder, s sim.Sample, jobs map[string]string, instance string) (*backfillRef, error) {
+// labels, normalised as the text parser normalises them, plus the job and
+// instance the live scrape adds.
+func (f families) newBackfillRef(b *labels.ScratchBuilder, s sim.Sample, instance string) (*backfillRef, error) {
 	b.Reset()
 	name := ""
+	for _, l := range s.Labels {
+		if l.Name == labels.MetricName {
+			name = l.Value
+		}
+	}
+	floatLabel, ok := f.floatLabel[name]
+	if !ok && strings.HasSuffix(name, "_bucket") {
+		floatLabel = model.BucketLabel
+	}
 	hasJob, hasInstance := false, false
 	for _, l := range s.Labels {
-		b.Add(l.Name, l.Value)
+		v := l.Value
+		if l.Name == floatLabel && floatLabel != "" {
+			if x, err := strconv.ParseFloat(v, 64); err == nil {
+				v = labels.FormatOpenMetricsFloat(x)
+			}
+		}
+		b.Add(l.Name, v)
 		switch l.Name {
 		case labels.MetricName:
 			name = l.Value
@@ -297,7 +335,7 @@ func newBackfillRef(b *labels.ScratchBuilder, s sim.Sample, jobs map[string]stri
 		return nil, fmt.Errorf("series %q has no metric name", s.Key)
 	}
 	if !hasJob {
-		b.Add("job", jobForName(jobs, name))
+		b.Add("job", f.jobForName(name))
 	}
 	if !hasInstance {
 		b.Add("instance", instance)

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/tsdb/chunkenc"
+
 	"github.com/casebook/casebook/metrics"
 )
 
@@ -52,6 +55,19 @@ func TestOpenDemo(t *testing.T) {
 	n := instant(t, tel.querier, `count(count_over_time(vllm:num_requests_running[3h]))`, time.Now())
 	if n != float64(len(targets)) {
 		t.Fatalf("%g num_requests_running series over back-fill and live data, want %d (labels differ)", n, len(targets))
+	}
+	// The same holds for every series of every target: none is split in
+	// two by a label the back-fill and the live scrape set differently.
+	now := time.Now()
+	all := seriesIn(t, tel, now.Add(-3*time.Hour), now)
+	live := seriesIn(t, tel, now.Add(-10*time.Second), now)
+	for s := range all {
+		if !live[s] {
+			t.Errorf("back-filled series %s is not continued by the live scrape", s)
+		}
+	}
+	if len(live) < 10*len(targets) {
+		t.Fatalf("%d series in the live scrape", len(live))
 	}
 	for _, s := range tel.Status() {
 		if !s.OK {
@@ -112,4 +128,31 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// countSeries counts the stored series with samples in [from, to].
+func countSeries(t *testing.T, tel *Telemetry, from, to time.Time) int {
+	return len(seriesIn(t, tel, from, to))
+}
+
+// seriesIn returns the stored series with samples in [from, to].
+func seriesIn(t *testing.T, tel *Telemetry, from, to time.Time) map[string]bool {
+	t.Helper()
+	q, err := tel.db.Querier(from.UnixMilli(), to.UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	set := q.Select(context.Background(), false, nil, labels.MustNewMatcher(labels.MatchRegexp, "job", ".+"))
+	out := map[string]bool{}
+	for set.Next() {
+		it := set.At().Iterator(nil)
+		if it.Seek(from.UnixMilli()) != chunkenc.ValNone && it.AtT() <= to.UnixMilli() {
+			out[set.At().Labels().String()] = true
+		}
+	}
+	if err := set.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
