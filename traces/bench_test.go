@@ -1,6 +1,7 @@
 package traces_test
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -96,4 +97,22 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkParseFixture parses and summarises the small committed fixture
+// (370 KB, 444 activities): the cost of a typical single-step upload.
+func BenchmarkParseFixture(b *testing.B) {
+	data, err := os.ReadFile(fixtureJSON)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		tr, err := traces.Parse(context.Background(), bytes.NewReader(data), traces.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = traces.Summarize(tr)
+	}
 }

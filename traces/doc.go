@@ -33,8 +33,10 @@
 // object with Token, decodes one event at a time from traceEvents, and
 // skips unknown values token by token, so a trace of several hundred MB is
 // never held in memory; only GPU activities (32 bytes each, names interned)
-// are kept. Options bounds the input: MaxBytes (default 1 GiB, counted
-// after decompression, so a gzip bomb stops there), MaxStringLen and
+// are kept. Reading, decompression and the byte-level limit checks run one
+// chunk ahead of the decoder in a second goroutine. Options bounds the
+// input: MaxBytes (default 1 GiB, counted after decompression, so a gzip
+// bomb stops there), MaxStringLen and
 // MaxDepth (checked on the raw bytes before encoding/json buffers them) and
 // MaxEvents. Bad input returns an error wrapping ErrTooLarge, ErrLimit,
 // ErrFormat or ErrNoGPUActivity, never a panic. An Nsight export read from

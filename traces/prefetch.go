@@ -24,8 +24,8 @@ type prefetchChunk struct {
 }
 
 const (
-	prefetchChunkSize = 256 << 10
-	prefetchDepth     = 4
+	prefetchChunkSize = 128 << 10
+	prefetchDepth     = 3
 )
 
 func newPrefetchReader(src io.Reader) *prefetchReader {
@@ -34,21 +34,32 @@ func newPrefetchReader(src io.Reader) *prefetchReader {
 		free:   make(chan []byte, prefetchDepth+2),
 		done:   make(chan struct{}),
 	}
-	for i := 0; i < prefetchDepth+2; i++ {
-		p.free <- make([]byte, prefetchChunkSize)
-	}
 	go p.run(src)
 	return p
 }
 
 func (p *prefetchReader) run(src io.Reader) {
 	defer close(p.chunks)
+	allocated := 0
 	for {
+		// Buffers are allocated on demand (small inputs need one) and
+		// recycled through free once the decoder has consumed them.
 		var buf []byte
 		select {
 		case buf = <-p.free:
 		case <-p.done:
 			return
+		default:
+			if allocated < prefetchDepth+2 {
+				allocated++
+				buf = make([]byte, prefetchChunkSize)
+			} else {
+				select {
+				case buf = <-p.free:
+				case <-p.done:
+					return
+				}
+			}
 		}
 		n, err := io.ReadFull(src, buf)
 		if err == io.ErrUnexpectedEOF {
