@@ -97,10 +97,10 @@ func newHistograms(maxModelLen int) histograms {
 	}
 }
 
-func (h histograms) clone() histograms {
-	return histograms{h.ttft.clone(), h.itl.clone(), h.tpot.clone(), h.e2e.clone(), h.queue.clone(),
-		h.prefill.clone(), h.decode.clone(), h.inference.clone(), h.prompt.clone(), h.generation.clone(),
-		h.iteration.clone(), h.gateway.clone()}
+// catalogClone copies the histograms the catalog reads (the rest stay nil).
+func (h histograms) catalogClone() histograms {
+	return histograms{ttft: h.ttft.clone(), itl: h.itl.clone(), e2e: h.e2e.clone(), queue: h.queue.clone(),
+		prefill: h.prefill.clone(), decode: h.decode.clone(), prompt: h.prompt.clone(), gateway: h.gateway.clone()}
 }
 
 // instance is one vLLM engine replica (a pod) on a tensor-parallel group.

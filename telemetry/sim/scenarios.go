@@ -194,7 +194,7 @@ type capture struct {
 }
 
 func captureOf(in *instance) capture {
-	c := capture{cnt: in.cnt, hist: in.hist.clone(), running: math.Round(in.running),
+	c := capture{cnt: in.cnt, hist: in.hist.catalogClone(), running: math.Round(in.running),
 		waiting: math.Round(in.waiting), kvUsage: math.Round(in.kvUsage*1e6) / 1e6,
 		gpus: append([]gpuState(nil), in.gpus...)}
 	c.cnt.acceptedPos = nil
