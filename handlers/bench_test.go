@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +13,7 @@ import (
 )
 
 // weekTel is a fake cluster with 7 days of one-minute data per scope.
-var weekTel = sync1(func() *handlerstest.Telemetry {
+var weekTel = sync.OnceValue(func() *handlerstest.Telemetry {
 	return handlerstest.NewTelemetry(handlerstest.Options{Incident: incident})
 })
 

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -47,20 +48,9 @@ func newFixture(t testing.TB, tel *handlerstest.Telemetry, adjust func(*web.Opti
 	return f
 }
 
-var sharedTel = sync1(func() *handlerstest.Telemetry {
+var sharedTel = sync.OnceValue(func() *handlerstest.Telemetry {
 	return handlerstest.NewTelemetry(handlerstest.Options{Incident: incident, Span: 2 * 24 * time.Hour})
 })
-
-func sync1[T any](f func() T) func() T {
-	var v T
-	done := false
-	return func() T {
-		if !done {
-			v, done = f(), true
-		}
-		return v
-	}
-}
 
 type response struct {
 	status int

@@ -1,0 +1,47 @@
+package web_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/casebook/casebook/handlers/handlerstest"
+	"github.com/casebook/casebook/web"
+)
+
+type archiveRoutes struct{ registered bool }
+
+func (a *archiveRoutes) Register(g *echo.Group) {
+	a.registered = true
+	g.GET("/incidents", func(c echo.Context) error { return c.String(http.StatusOK, "incident list") }).Name = "incident.list"
+}
+
+func TestRoutesAreNamedAndArchiveIsMounted(t *testing.T) {
+	tel := handlerstest.NewTelemetry(handlerstest.Options{Span: time.Hour})
+	arch := &archiveRoutes{}
+	srv := web.New(web.Options{Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{}, Incidents: arch, Now: func() time.Time { return tel.End }})
+	if !arch.registered {
+		t.Fatal("IncidentRoutes.Register was not called")
+	}
+	routes := srv.Routes()
+	if len(routes) < 12 {
+		t.Fatalf("only %d routes", len(routes))
+	}
+	for _, r := range routes {
+		if r.Name == "" || strings.Contains(r.Name, "func") || strings.Contains(r.Name, "github.com") {
+			t.Errorf("route %s %s has no name (%q)", r.Method, r.Path, r.Name)
+		}
+	}
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/incidents", nil))
+	if rec.Code != http.StatusOK || rec.Body.String() != "incident list" {
+		t.Errorf("archive route: %d %q", rec.Code, rec.Body.String())
+	}
+	if got := srv.Reverse(web.RouteInstance, "m", "i"); got != "/scopes/m/i" {
+		t.Errorf("Reverse(%s) = %q", web.RouteInstance, got)
+	}
+}
