@@ -13,8 +13,11 @@ import (
 // concurrent use.
 type Evaluation struct {
 	n, top1, top3 int
-	confusion     map[string]map[string]int // label -> predicted -> count
-	bins          [calibrationBins]binAcc
+	// withSecondary counts top-1 hits on the label or one of the case's
+	// secondary labels (several faults at once).
+	withSecondary, multi int
+	confusion            map[string]map[string]int // label -> predicted -> count
+	bins                 [calibrationBins]binAcc
 }
 
 // calibrationBins is the number of equal-width confidence bins.
@@ -23,6 +26,24 @@ const calibrationBins = 10
 type binAcc struct {
 	n, correct int
 	confSum    float64
+}
+
+// AddCase records the diagnosis d of a labelled case, crediting a top-1
+// hit on a secondary label separately (Top1AnyLabel).
+func (ev *Evaluation) AddCase(c m.Case, d Diagnosis) {
+	ev.Add(c.Label, d)
+	if len(c.Secondary) > 0 {
+		ev.multi++
+	}
+	if d.RootCause == c.Label {
+		return
+	}
+	for _, s := range c.Secondary {
+		if s == d.RootCause {
+			ev.withSecondary++
+			return
+		}
+	}
 }
 
 // Add records the diagnosis d of a case labelled label. Top-3 counts the
@@ -102,6 +123,10 @@ type EvalReport struct {
 	Cases int     `json:"cases"`
 	Top1  float64 `json:"top1_accuracy"`
 	Top3  float64 `json:"top3_accuracy"`
+	// Top1AnyLabel counts a diagnosis naming a secondary label of a
+	// multi-fault case as right too; MultiFault is how many cases had one.
+	Top1AnyLabel float64 `json:"top1_any_label_accuracy"`
+	MultiFault   int     `json:"multi_fault_cases"`
 	// Causes lists every cause seen as a label or a prediction, in
 	// taxonomy order, then any others sorted.
 	Causes []CauseScore `json:"causes"`
@@ -122,6 +147,8 @@ func (ev *Evaluation) Report() EvalReport {
 	}
 	r.Top1 = float64(ev.top1) / float64(ev.n)
 	r.Top3 = float64(ev.top3) / float64(ev.n)
+	r.Top1AnyLabel = float64(ev.top1+ev.withSecondary) / float64(ev.n)
+	r.MultiFault = ev.multi
 
 	seen := map[string]bool{}
 	for label, row := range ev.confusion {
@@ -181,7 +208,7 @@ func (ev *Evaluation) Report() EvalReport {
 func Evaluate(e *Engine, cases []m.Case) EvalReport {
 	var ev Evaluation
 	for _, c := range cases {
-		ev.Add(c.Label, e.Diagnose(c.Snapshot))
+		ev.AddCase(c, e.Diagnose(c.Snapshot))
 	}
 	return ev.Report()
 }

@@ -65,6 +65,18 @@ func TestEvaluationReport(t *testing.T) {
 	}
 }
 
+func TestEvaluationSecondaryLabels(t *testing.T) {
+	var ev Evaluation
+	c := m.Case{Label: m.CauseTransportLatency, Secondary: []string{m.CauseQueueBacklog}}
+	ev.AddCase(c, Diagnosis{RootCause: m.CauseQueueBacklog})
+	ev.AddCase(m.Case{Label: m.CauseNone}, Diagnosis{RootCause: m.CauseNone})
+	ev.AddCase(c, Diagnosis{RootCause: m.CauseEngineErrors})
+	r := ev.Report()
+	if r.Top1 != 1.0/3 || r.Top1AnyLabel != 2.0/3 || r.MultiFault != 2 {
+		t.Errorf("top1 %v, any label %v, multi %d; want 1/3, 2/3, 2", r.Top1, r.Top1AnyLabel, r.MultiFault)
+	}
+}
+
 func TestEvaluationEmpty(t *testing.T) {
 	var ev Evaluation
 	r := ev.Report()

@@ -55,7 +55,7 @@ func evalCmd(ctx context.Context, args []string, env func(string) string, stdout
 			fmt.Fprintf(stderr, "eval: %s line %d: %v\n", *corpus, rec.line, err)
 			return nil
 		}
-		ev.Add(c.Label, e.Diagnose(c.Snapshot))
+		ev.AddCase(c, e.Diagnose(c.Snapshot))
 		return nil
 	})
 	if err != nil {
@@ -91,7 +91,11 @@ func writeEvalText(w io.Writer, r diagnose.EvalReport, skipped int) error {
 	if skipped > 0 {
 		fmt.Fprintf(bw, " (%d invalid lines skipped)", skipped)
 	}
-	fmt.Fprintf(bw, "\ntop-1 accuracy  %.1f%%\ntop-3 accuracy  %.1f%%\n\n", 100*r.Top1, 100*r.Top3)
+	fmt.Fprintf(bw, "\ntop-1 accuracy  %.1f%%\ntop-3 accuracy  %.1f%%\n", 100*r.Top1, 100*r.Top3)
+	if r.MultiFault > 0 {
+		fmt.Fprintf(bw, "top-1 accuracy counting secondary labels of the %d multi-fault cases  %.1f%%\n", r.MultiFault, 100*r.Top1AnyLabel)
+	}
+	fmt.Fprintln(bw)
 
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "cause\tsupport\tpredicted\tcorrect\tprecision\trecall\t")
