@@ -216,6 +216,7 @@ func TestOpenOptionErrors(t *testing.T) {
 		{"embedded without data dir", Options{}, "needs a data directory"},
 		{"bad target", Options{DataDir: "x", Targets: []Target{{URL: "not a url"}}}, "not an http(s) URL"},
 		{"negative interval", Options{DataDir: "x", ScrapeInterval: -time.Second}, "negative"},
+		{"demo with another instance label", Options{DataDir: "x", Demo: true, InstanceLabel: "instance"}, `names instances by the "pod" label`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

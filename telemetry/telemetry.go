@@ -116,6 +116,10 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 		cancel()
 		return nil, errors.New("telemetry: the embedded mode needs a data directory")
 	}
+	if opts.Demo && opts.InstanceLabel != GPUInstanceLabel {
+		cancel()
+		return nil, fmt.Errorf("telemetry: demo mode names instances by the %q label, not %q", GPUInstanceLabel, opts.InstanceLabel)
+	}
 	targets := make([]scrapeTarget, 0, len(opts.Targets))
 	for _, tg := range opts.Targets {
 		st, err := resolveTarget(tg, opts.ScrapeInterval)
