@@ -1,27 +1,83 @@
 package traces
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"time"
 )
 
 // chromeEvent holds the fields of a trace event that Casebook reads; every
 // other field (and every other arg) is skipped by the decoder.
+//
+// The string and number fields decode into reused byte buffers instead of
+// new strings: a trace has millions of events, and allocating their ph,
+// cat, name, ts and dur dominated the garbage. Names are copied out only
+// when a GPU activity with a new name is kept.
 type chromeEvent struct {
-	Ph   string      `json:"ph"`
-	Cat  string      `json:"cat"`
-	Name string      `json:"name"`
-	Pid  flexID      `json:"pid"`
-	Tid  flexID      `json:"tid"`
-	Ts   json.Number `json:"ts"`
-	Dur  json.Number `json:"dur"`
-	Args chromeArgs  `json:"args"`
+	Ph   jsonText   `json:"ph"`
+	Cat  jsonText   `json:"cat"`
+	Name jsonText   `json:"name"`
+	Pid  flexID     `json:"pid"`
+	Tid  flexID     `json:"tid"`
+	Ts   jsonNumber `json:"ts"`
+	Dur  jsonNumber `json:"dur"`
+	Args chromeArgs `json:"args"`
+}
+
+// reset clears the event for the next Decode, keeping buffer capacity
+// (encoding/json leaves fields absent from the input untouched).
+func (e *chromeEvent) reset() {
+	e.Ph.b, e.Cat.b, e.Name.b = e.Ph.b[:0], e.Cat.b[:0], e.Name.b[:0]
+	e.Ts.b, e.Dur.b = e.Ts.b[:0], e.Dur.b[:0]
+	e.Pid, e.Tid, e.Args = flexID{}, flexID{}, chromeArgs{}
+}
+
+// jsonText is a JSON string (or null) decoded into a reused buffer.
+type jsonText struct{ b []byte }
+
+func (t *jsonText) UnmarshalJSON(raw []byte) error {
+	t.b = t.b[:0]
+	if string(raw) == "null" {
+		return nil
+	}
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return fmt.Errorf("%.40s is not a string", raw)
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		t.b = append(t.b, inner...)
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return err
+	}
+	t.b = append(t.b, s...)
+	return nil
+}
+
+// jsonNumber keeps the literal of a JSON number (or of a string holding
+// one) in a reused buffer; micros parses it when the event needs it.
+type jsonNumber struct{ b []byte }
+
+func (n *jsonNumber) UnmarshalJSON(raw []byte) error {
+	n.b = n.b[:0]
+	if string(raw) == "null" {
+		return nil
+	}
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		raw = raw[1 : len(raw)-1]
+	}
+	if len(raw) == 0 || len(raw) > 40 {
+		return fmt.Errorf("%.40q is not a number", raw)
+	}
+	n.b = append(n.b, raw...)
+	return nil
 }
 
 // chromeArgs holds the two args Casebook reads. Its UnmarshalJSON scans
@@ -267,7 +323,7 @@ func (p *chromeParser) parse() error {
 			if err := p.dec.Decode(&n); err != nil {
 				return fmt.Errorf("%w: baseTimeNanoseconds: %w", ErrFormat, err)
 			}
-			if v, err := n.Int64(); err == nil && v > 0 {
+			if v, err := n.Int64(); err == nil && v > 0 && v < maxNanos {
 				p.b.t.Base = time.Unix(0, v).UTC()
 			}
 		default:
@@ -297,12 +353,12 @@ func (p *chromeParser) events() error {
 				return err
 			}
 		}
-		ev = chromeEvent{}
+		ev.reset()
 		if err := p.dec.Decode(&ev); err != nil {
 			return fmt.Errorf("event %d: %w", p.b.t.Events, err)
 		}
 		if err := p.event(&ev); err != nil {
-			return fmt.Errorf("%w: event %d (%s): %w", ErrFormat, p.b.t.Events, truncate(ev.Name, 60), err)
+			return fmt.Errorf("%w: event %d (%s): %w", ErrFormat, p.b.t.Events, truncate(string(ev.Name.b), 60), err)
 		}
 		p.b.t.Events++
 	}
@@ -311,10 +367,10 @@ func (p *chromeParser) events() error {
 }
 
 func (p *chromeParser) event(ev *chromeEvent) error {
-	switch ev.Ph {
+	switch string(ev.Ph.b) {
 	case "X":
 	case "s":
-		if ev.Cat == "ac2g" {
+		if string(ev.Cat.b) == "ac2g" {
 			p.b.t.Flows++
 		}
 		return nil
@@ -322,15 +378,17 @@ func (p *chromeParser) event(ev *chromeEvent) error {
 		return nil
 	}
 	var kind Kind
-	switch strings.ToLower(ev.Cat) {
-	case "kernel":
+	name := ev.Name.b
+	cat := ev.Cat.b
+	switch {
+	case bytes.EqualFold(cat, []byte("kernel")):
 		kind = KindKernel
-	case "gpu_memcpy", "memcpy":
+	case bytes.EqualFold(cat, []byte("gpu_memcpy")), bytes.EqualFold(cat, []byte("memcpy")):
 		kind = KindMemcpy
-	case "gpu_memset", "memset":
+	case bytes.EqualFold(cat, []byte("gpu_memset")), bytes.EqualFold(cat, []byte("memset")):
 		kind = KindMemset
-	case "user_annotation":
-		if strings.HasPrefix(ev.Name, "ProfilerStep#") {
+	case string(cat) == "user_annotation":
+		if bytes.HasPrefix(name, []byte("ProfilerStep#")) {
 			d, err := micros(ev.Dur)
 			if err != nil {
 				return fmt.Errorf("dur: %w", err)
@@ -339,16 +397,16 @@ func (p *chromeParser) event(ev *chromeEvent) error {
 			p.b.t.StepTime += time.Duration(d)
 		}
 		return nil
-	case "cuda_runtime", "cuda_driver":
+	case string(cat) == "cuda_runtime", string(cat) == "cuda_driver":
 		d, err := micros(ev.Dur)
 		if err != nil {
 			return fmt.Errorf("dur: %w", err)
 		}
 		switch {
-		case strings.HasPrefix(ev.Name, "cudaGraphLaunch"), strings.HasPrefix(ev.Name, "cuGraphLaunch"):
+		case bytes.HasPrefix(name, []byte("cudaGraphLaunch")), bytes.HasPrefix(name, []byte("cuGraphLaunch")):
 			p.b.t.GraphLaunches++
 			p.b.t.LaunchTime += time.Duration(d)
-		case strings.HasPrefix(ev.Name, "cudaLaunchKernel"), strings.HasPrefix(ev.Name, "cuLaunchKernel"):
+		case bytes.HasPrefix(name, []byte("cudaLaunchKernel")), bytes.HasPrefix(name, []byte("cuLaunchKernel")):
 			p.b.t.KernelLaunches++
 			p.b.t.LaunchTime += time.Duration(d)
 		}
@@ -377,10 +435,10 @@ func (p *chromeParser) event(ev *chromeEvent) error {
 	if ev.Args.Stream.set {
 		stream = ev.Args.Stream
 	}
-	if ev.Name == "" {
-		ev.Name = kind.String()
+	if len(name) == 0 {
+		name = []byte(kind.String())
 	}
-	p.b.add(kind, ev.Name, ts, ts+dur, device.v, stream.v)
+	p.b.add(kind, name, ts, ts+dur, device.v, stream.v)
 	return nil
 }
 
@@ -432,9 +490,9 @@ const maxNanos = int64(1) << 62
 // micros converts a JSON number of microseconds (kineto writes three
 // decimals) to integer nanoseconds without going through float64, which
 // would lose nanoseconds on absolute epoch timestamps. An absent value is 0.
-func micros(n json.Number) (int64, error) {
-	s := string(n)
-	if s == "" {
+func micros(n jsonNumber) (int64, error) {
+	s := n.b
+	if len(s) == 0 {
 		return 0, nil
 	}
 	neg := false
@@ -442,11 +500,11 @@ func micros(n json.Number) (int64, error) {
 		neg = true
 		s = s[1:]
 	}
-	intPart, frac, _ := strings.Cut(s, ".")
-	if intPart == "" || len(intPart) > 16 || strings.ContainsAny(s, "eE") {
-		f, err := strconv.ParseFloat(string(n), 64)
+	intPart, frac, _ := bytes.Cut(s, []byte("."))
+	if len(intPart) == 0 || len(intPart) > 16 || bytes.ContainsAny(s, "eE") {
+		f, err := strconv.ParseFloat(string(n.b), 64)
 		if err != nil || f != f || f > float64(maxNanos)/1000 || f < -float64(maxNanos)/1000 {
-			return 0, fmt.Errorf("%.40q is not a time in microseconds", string(n))
+			return 0, fmt.Errorf("%.40q is not a time in microseconds", n.b)
 		}
 		return int64(f * 1000), nil
 	}
@@ -454,19 +512,19 @@ func micros(n json.Number) (int64, error) {
 	for i := 0; i < len(intPart); i++ {
 		c := intPart[i]
 		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("%.40q is not a number", string(n))
+			return 0, fmt.Errorf("%.40q is not a number", n.b)
 		}
 		v = v*10 + int64(c-'0')
 	}
 	if v > maxNanos/1000 {
-		return 0, fmt.Errorf("%.40q microseconds is out of range", string(n))
+		return 0, fmt.Errorf("%.40q microseconds is out of range", n.b)
 	}
 	v *= 1000
 	scale := int64(100)
 	for i := 0; i < len(frac); i++ {
 		c := frac[i]
 		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("%.40q is not a number", string(n))
+			return 0, fmt.Errorf("%.40q is not a number", n.b)
 		}
 		if scale > 0 {
 			v += int64(c-'0') * scale

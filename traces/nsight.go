@@ -179,16 +179,17 @@ func nsightRows(ctx context.Context, db *sql.DB, b *builder, opts Options, query
 			return fmt.Errorf("%w: row %d: start %v end %v is not an interval", ErrFormat, b.t.Events, start.Int64, end.Int64)
 		}
 		k, name := kind(col)
+		nameBytes := []byte(name)
 		if name == "" {
 			if len(col) > opts.MaxStringLen {
 				return fmt.Errorf("%w: row %d: name longer than %d bytes", ErrLimit, b.t.Events, opts.MaxStringLen)
 			}
-			name = string(col)
-			if name == "" {
-				name = "kernel"
+			nameBytes = col
+			if len(col) == 0 {
+				nameBytes = []byte("kernel")
 			}
 		}
-		b.add(k, name, start.Int64, end.Int64, device.Int64, stream.Int64)
+		b.add(k, nameBytes, start.Int64, end.Int64, device.Int64, stream.Int64)
 		b.t.Events++
 	}
 	if err := rows.Err(); err != nil {

@@ -236,17 +236,20 @@ func newBuilder(f Format) *builder {
 	return &builder{t: Trace{Format: f}, names: make(map[string]int32)}
 }
 
-func (b *builder) name(s string) int32 {
-	if id, ok := b.names[s]; ok {
+// name interns a name; the lookup does not allocate, so only the first
+// occurrence of each name is copied.
+func (b *builder) name(raw []byte) int32 {
+	if id, ok := b.names[string(raw)]; ok {
 		return id
 	}
+	s := string(raw)
 	id := int32(len(b.t.Names))
 	b.names[s] = id
 	b.t.Names = append(b.t.Names, s)
 	return id
 }
 
-func (b *builder) add(kind Kind, name string, start, end int64, device, stream int64) {
+func (b *builder) add(kind Kind, name []byte, start, end int64, device, stream int64) {
 	b.t.Activities = append(b.t.Activities, Activity{
 		Start: start, End: end, Name: b.name(name),
 		Device: clamp32(device), Stream: clamp32(stream), Kind: kind,
