@@ -58,73 +58,84 @@ func (f AccuracyFilter) bounds() (int64, int64) {
 	return from, to
 }
 
-// reviewed is the common join: current label of each reviewed incident and
-// the diagnosis it judged.
+// reviewed is the common join: the current label of each reviewed
+// incident, which carries the diagnosed cause and engine version it judged.
+// The verdict condition walks the covering (verdict, opened_at, label_id)
+// index, so only the small label rows are read.
 const reviewed = `
 	FROM incidents i
 	JOIN labels l ON l.id = i.label_id
-	LEFT JOIN diagnoses d ON d.id = l.diagnosis_id
-	WHERE i.opened_at >= ? AND i.opened_at < ?`
+	WHERE i.verdict IN ('correct', 'wrong') AND i.opened_at >= ? AND i.opened_at < ?`
 
 // Accuracy computes the share of correct diagnoses overall, per diagnosed
-// cause, per engine version and per week, and the confusion matrix.
+// cause, per engine version and per week, and the confusion matrix, from
+// one grouped pass over the reviewed incidents.
 func (s *Store) Accuracy(ctx context.Context, f AccuracyFilter) (Accuracy, error) {
 	from, to := f.bounds()
-	var a Accuracy
-	var err error
-	tallies := func(key string) ([]Tally, error) {
-		rows, err := s.r.QueryContext(ctx, `
-			SELECT `+key+` AS k, count(*), sum(l.verdict = 'correct')`+reviewed+`
-			GROUP BY k ORDER BY k`, from, to)
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var out []Tally
-		for rows.Next() {
-			var t Tally
-			if err := rows.Scan(&t.Key, &t.Reviewed, &t.Correct); err != nil {
-				return nil, err
-			}
-			out = append(out, t)
-		}
-		return out, rows.Err()
-	}
-	all, err := tallies(`''`)
-	if err != nil {
-		return Accuracy{}, fmt.Errorf("store: accuracy overall: %w", err)
-	}
-	if len(all) == 1 {
-		a.Overall = all[0]
-	}
-	a.Overall.Key = "all"
-	if a.ByCause, err = tallies(`coalesce(d.root_cause, i.root_cause)`); err != nil {
-		return Accuracy{}, fmt.Errorf("store: accuracy by cause: %w", err)
-	}
-	sort.SliceStable(a.ByCause, func(i, j int) bool { return a.ByCause[i].Reviewed > a.ByCause[j].Reviewed })
-	if a.ByEngine, err = tallies(`coalesce(d.engine_version, '')`); err != nil {
-		return Accuracy{}, fmt.Errorf("store: accuracy by engine version: %w", err)
-	}
-	if a.ByWeek, err = tallies(`date(i.opened_at / 1000000000, 'unixepoch', 'weekday 0', '-6 days')`); err != nil {
-		return Accuracy{}, fmt.Errorf("store: accuracy by week: %w", err)
-	}
 	rows, err := s.r.QueryContext(ctx, `
-		SELECT coalesce(d.root_cause, i.root_cause) AS dc, l.true_cause, count(*) AS n`+reviewed+`
-		GROUP BY dc, l.true_cause ORDER BY n DESC, dc, l.true_cause`, from, to)
+		SELECT l.diagnosed_cause, l.true_cause, l.verdict = 'correct',
+			l.engine_version, date(i.opened_at / 1000000000, 'unixepoch', 'weekday 0', '-6 days'), count(*)`+reviewed+`
+		GROUP BY 1, 2, 3, 4, 5`, from, to)
 	if err != nil {
-		return Accuracy{}, fmt.Errorf("store: confusion matrix: %w", err)
+		return Accuracy{}, fmt.Errorf("store: accuracy: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var c ConfusionCell
-		if err := rows.Scan(&c.Diagnosed, &c.True, &c.Count); err != nil {
-			return Accuracy{}, fmt.Errorf("store: confusion matrix: %w", err)
+	a := Accuracy{Overall: Tally{Key: "all"}}
+	byCause, byEngine, byWeek := map[string]*Tally{}, map[string]*Tally{}, map[string]*Tally{}
+	confusion := map[[2]string]int{}
+	add := func(m map[string]*Tally, key string, n int, correct bool) {
+		t := m[key]
+		if t == nil {
+			t = &Tally{Key: key}
+			m[key] = t
 		}
-		a.Confusion = append(a.Confusion, c)
+		t.Reviewed += n
+		if correct {
+			t.Correct += n
+		}
+	}
+	for rows.Next() {
+		var diagnosed, truth, engine, week string
+		var correct bool
+		var n int
+		if err := rows.Scan(&diagnosed, &truth, &correct, &engine, &week, &n); err != nil {
+			return Accuracy{}, fmt.Errorf("store: accuracy: %w", err)
+		}
+		a.Overall.Reviewed += n
+		if correct {
+			a.Overall.Correct += n
+		}
+		add(byCause, diagnosed, n, correct)
+		add(byEngine, engine, n, correct)
+		add(byWeek, week, n, correct)
+		confusion[[2]string{diagnosed, truth}] += n
 	}
 	if err := rows.Err(); err != nil {
-		return Accuracy{}, fmt.Errorf("store: confusion matrix: %w", err)
+		return Accuracy{}, fmt.Errorf("store: accuracy: %w", err)
 	}
+	flat := func(m map[string]*Tally) []Tally {
+		out := make([]Tally, 0, len(m))
+		for _, t := range m {
+			out = append(out, *t)
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+		return out
+	}
+	a.ByCause, a.ByEngine, a.ByWeek = flat(byCause), flat(byEngine), flat(byWeek)
+	sort.SliceStable(a.ByCause, func(i, j int) bool { return a.ByCause[i].Reviewed > a.ByCause[j].Reviewed })
+	for k, n := range confusion {
+		a.Confusion = append(a.Confusion, ConfusionCell{Diagnosed: k[0], True: k[1], Count: n})
+	}
+	sort.Slice(a.Confusion, func(i, j int) bool {
+		x, y := a.Confusion[i], a.Confusion[j]
+		if x.Count != y.Count {
+			return x.Count > y.Count
+		}
+		if x.Diagnosed != y.Diagnosed {
+			return x.Diagnosed < y.Diagnosed
+		}
+		return x.True < y.True
+	})
 	return a, nil
 }
 
@@ -215,8 +226,8 @@ func (s *Store) AllCauseStats(ctx context.Context) ([]CauseStats, error) {
 
 func (s *Store) causeCounts(ctx context.Context) (map[string]CauseStats, error) {
 	rows, err := s.r.QueryContext(ctx, `
-		SELECT coalesce(d.root_cause, i.root_cause) AS dc, l.true_cause, count(*)`+reviewed+`
-		GROUP BY dc, l.true_cause`, int64(-1<<63), int64(1<<63-1))
+		SELECT l.diagnosed_cause, l.true_cause, count(*)`+reviewed+`
+		GROUP BY 1, 2`, int64(-1<<63), int64(1<<63-1))
 	if err != nil {
 		return nil, fmt.Errorf("store: cause counts: %w", err)
 	}

@@ -121,7 +121,10 @@ func benchStore(b *testing.B) *store.Store {
 				return
 			}
 		}
-		fmt.Fprintf(os.Stderr, "seeded %d incidents in %s\n", benchIncidents, time.Since(start).Round(time.Millisecond))
+		if benchErr = s.SeedLabels(context.Background(), 5); benchErr != nil {
+			return
+		}
+		fmt.Fprintf(os.Stderr, "seeded %d incidents (every 5th reviewed) in %s\n", benchIncidents, time.Since(start).Round(time.Millisecond))
 	})
 	if benchErr != nil {
 		b.Fatalf("seed: %v", benchErr)
@@ -219,6 +222,41 @@ func BenchmarkSearch(b *testing.B) {
 			reportMillis(b)
 		})
 	}
+}
+
+// BenchmarkAccuracy computes the accuracy page's numbers and the knowledge
+// base's per-cause counts over 20k reviewed incidents.
+func BenchmarkAccuracy(b *testing.B) {
+	s := benchStore(b)
+	ctx := context.Background()
+	b.Run("accuracy", func(b *testing.B) {
+		for b.Loop() {
+			a, err := s.Accuracy(ctx, store.AccuracyFilter{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if a.Overall.Reviewed != benchIncidents/5 {
+				b.Fatalf("%d reviewed, want %d", a.Overall.Reviewed, benchIncidents/5)
+			}
+		}
+		reportMillis(b)
+	})
+	b.Run("knowledge_base", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.AllCauseStats(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportMillis(b)
+	})
+	b.Run("cause_page", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.CauseStats(ctx, metrics.CauseQueueBacklog, 25); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportMillis(b)
+	})
 }
 
 // BenchmarkIngest opens alert-triggered incidents with full-size evidence

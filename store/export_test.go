@@ -32,3 +32,32 @@ func (s *Store) SeedBulk(ctx context.Context, ins []NewIncident, ds []DiagnosisR
 	}
 	return tx.Commit()
 }
+
+// SeedLabels reviews every nth incident in one transaction: one in four of
+// those wrong. Benchmarks use it; the rules AddLabel enforces hold for the
+// rows it writes.
+func (s *Store) SeedLabels(ctx context.Context, every int) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx, `
+		INSERT INTO labels (incident_id, diagnosis_id, diagnosed_cause, engine_version, verdict, true_cause, labeled_by, created_at, note)
+		SELECT id, diagnosis_id, root_cause, (SELECT engine_version FROM diagnoses d WHERE d.id = incidents.diagnosis_id),
+			CASE WHEN id % (4 * ?) = 0 THEN 'wrong' ELSE 'correct' END,
+			CASE WHEN id % (4 * ?) != 0 THEN root_cause WHEN root_cause = 'none' THEN 'unknown' ELSE 'none' END,
+			'seed', opened_at, ''
+		FROM incidents WHERE id % ? = 0`, every, every, every)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `
+		UPDATE incidents SET (label_id, verdict, true_cause, cause) =
+			(SELECT l.id, l.verdict, l.true_cause, l.true_cause FROM labels l WHERE l.incident_id = incidents.id ORDER BY l.id DESC LIMIT 1)
+		WHERE id % ? = 0`, every)
+	if err != nil {
+		return err
+	}
+	return tx.Commit()
+}

@@ -98,8 +98,11 @@ func (s *Store) AddLabel(ctx context.Context, l NewLabel) (Label, error) {
 	defer tx.Rollback()
 
 	var diagnosisID sql.NullInt64
-	var diagnosed string
-	err = tx.QueryRowContext(ctx, `SELECT diagnosis_id, root_cause FROM incidents WHERE id = ?`, l.IncidentID).Scan(&diagnosisID, &diagnosed)
+	var diagnosed, engineVersion string
+	err = tx.QueryRowContext(ctx, `
+		SELECT i.diagnosis_id, i.root_cause, coalesce(d.engine_version, '')
+		FROM incidents i LEFT JOIN diagnoses d ON d.id = i.diagnosis_id WHERE i.id = ?`, l.IncidentID).
+		Scan(&diagnosisID, &diagnosed, &engineVersion)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Label{}, fmt.Errorf("store: label incident %d: %w", l.IncidentID, ErrNotFound)
 	}
@@ -126,9 +129,9 @@ func (s *Store) AddLabel(ctx context.Context, l NewLabel) (Label, error) {
 		return Label{}, fmt.Errorf("store: label incident %d: %w: verdict wrong but the true cause is the diagnosed one", l.IncidentID, ErrInvalid)
 	}
 	res, err := tx.ExecContext(ctx, `
-		INSERT INTO labels (incident_id, diagnosis_id, verdict, true_cause, labeled_by, created_at, note)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		l.IncidentID, diagnosisID, string(l.Verdict), l.TrueCause, l.By, nanos(l.At), l.Note)
+		INSERT INTO labels (incident_id, diagnosis_id, diagnosed_cause, engine_version, verdict, true_cause, labeled_by, created_at, note)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		l.IncidentID, diagnosisID, diagnosed, engineVersion, string(l.Verdict), l.TrueCause, l.By, nanos(l.At), l.Note)
 	if isForeignKey(err) {
 		return Label{}, fmt.Errorf("store: label incident %d: %w: unknown cause %q", l.IncidentID, ErrInvalid, l.TrueCause)
 	}
