@@ -327,3 +327,32 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	c.lines += bytes.Count(p, []byte{'\n'})
 	return len(p), nil
 }
+
+// FuzzDiagnoseStream feeds arbitrary input to the JSON Lines reader and the
+// engine: nothing may panic, every output line must be JSON, and there is
+// at most one output line per input line.
+func FuzzDiagnoseStream(f *testing.F) {
+	f.Add([]byte(smallLine(nil) + "\n" + smallLine(nil)))
+	f.Add([]byte("{\n\"at\": 1\n}\n"))
+	f.Add([]byte("\n\n{oops\n[]\n"))
+	f.Add([]byte(`{"at":"2026-03-02T14:00:00Z","scope":{"model":"m"},"current":{"ttft_ms":1e308}}`))
+	e := diagnose.New(diagnose.Options{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var out bytes.Buffer
+		if err := diagnoseStream(context.Background(), e, bytes.NewReader(data), &out, 2); err != nil {
+			t.Fatalf("stream: %v", err)
+		}
+		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+		if out.Len() == 0 {
+			lines = nil
+		}
+		if len(lines) > bytes.Count(data, []byte{'\n'})+1 {
+			t.Fatalf("%d output lines for %d input lines", len(lines), bytes.Count(data, []byte{'\n'})+1)
+		}
+		for _, l := range lines {
+			if !json.Valid([]byte(l)) {
+				t.Fatalf("output line is not JSON: %q", l)
+			}
+		}
+	})
+}
