@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -265,6 +266,10 @@ func classifyErr(err error) error {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("%w: truncated JSON", ErrFormat)
 	default:
+		var se *json.SyntaxError
+		if errors.As(err, &se) && (strings.Contains(se.Error(), "'i'") || strings.Contains(se.Error(), "'N'") || strings.Contains(se.Error(), "'a' in literal null")) {
+			return fmt.Errorf("%w: %w (bare inf/nan values, which kineto wrote before 2021, are not JSON)", ErrFormat, err)
+		}
 		return fmt.Errorf("%w: %w", ErrFormat, err)
 	}
 }

@@ -39,7 +39,9 @@
 // bomb stops there), MaxStringLen and
 // MaxDepth (checked on the raw bytes before encoding/json buffers them) and
 // MaxEvents. Bad input returns an error wrapping ErrTooLarge, ErrLimit,
-// ErrFormat or ErrNoGPUActivity, never a panic. An Nsight export read from
+// ErrFormat or ErrNoGPUActivity, never a panic. Bare inf/nan values, which
+// kineto releases before 2021 wrote for zero-length memcpys, are not JSON
+// and are rejected with a message that says so. An Nsight export read from
 // a stream is spooled to a temporary file, because SQLite reads files.
 //
 // # Categories
@@ -59,9 +61,9 @@
 //     and its combine kernel, pytorch_flash::), flash:: and FlashAttn (FA3's
 //     cutlass::device_kernel<flash::FlashAttnFwdSm90<...>>, matched before
 //     the GEMM rule that would claim "cutlass"), fmha, paged_attention
-//     (vllm::paged_attention_v1/v2 and the v2 reduce), FlashInfer
-//     BatchPrefill / BatchDecode / SinglePrefill / SingleDecode /
-//     MergeState, any "attention", and the KV-cache writes
+//     (vllm::paged_attention_v1/v2 and the v2 reduce), Triton attn_fwd,
+//     sdpa, FlashInfer BatchPrefill / BatchDecode / SinglePrefill /
+//     SingleDecode / MergeState, any "attention", and the KV-cache writes
 //     reshape_and_cache(_flash), concat_and_cache (MLA) and FlashInfer's
 //     AppendPagedKVCache. The KV write is counted with attention, not with
 //     memcpy: it is a kernel of the attention layer whose cost grows with
@@ -77,7 +79,10 @@
 //  6. normalization: rms_norm (vllm::rms_norm_kernel,
 //     fused_add_rms_norm_kernel), layer_norm, group_norm, and "rsqrt" for
 //     torch.compile's Triton norms (triton_red_fused_add_mean_mul_pow_rsqrt_*).
-//  7. rotary: rotary (vllm::rotary_embedding_kernel), rope_ / _rope.
+//  7. rotary: rotary (vllm::rotary_embedding_kernel, FlashInfer's
+//     ApplyRotary kernels), rope_ / _rope. torch.compile may fuse rotary
+//     into a triton_poi_fused_* kernel whose name does not say so; such
+//     kernels land in other.
 //  8. activation: act_and_mul (SiLU-and-mul, GELU-and-mul), silu, gelu,
 //     swiglu, relu, sigmoid, tanh.
 //  9. other (MoE routing): moe_align_block_size, topkGatingSoftmax,

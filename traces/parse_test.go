@@ -250,6 +250,8 @@ func TestParseHostile(t *testing.T) {
 		{"name of the wrong type", []byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":7,"ts":1,"dur":1}]}`), traces.Options{}, traces.ErrFormat, "event 0"},
 		{"pid of the wrong type", []byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","pid":[1],"ts":1,"dur":1}]}`), traces.Options{}, traces.ErrFormat, "event 0"},
 		{"negative dur", []byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":-1}]}`), traces.Options{}, traces.ErrFormat, "negative dur"},
+		{"bare inf from old kineto", []byte(`{"traceEvents":[{"ph":"X","cat":"Memcpy","name":"Memcpy HtoD","ts":1,"dur":0,"args":{"memory bandwidth (GB/s)": inf}}]}`), traces.Options{}, traces.ErrFormat, "bare inf/nan"},
+		{"bare nan", []byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":1,"dur":1,"args":{"x": nan}}]}`), traces.Options{}, traces.ErrFormat, "bare inf/nan"},
 		{"huge ts", []byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"k","ts":1e300,"dur":1}]}`), traces.Options{}, traces.ErrFormat, "ts"},
 		{"no gpu events", []byte(`{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","ts":1,"dur":1}]}`), traces.Options{}, traces.ErrNoGPUActivity, "CUDA"},
 		{"truncated fixture", fixture[:len(fixture)/2], traces.Options{}, traces.ErrFormat, "truncated"},
