@@ -118,6 +118,10 @@ type instance struct {
 	kvUsage  float64
 	hitRate  float64
 	capacity float64 // requests per second at the batch limit
+	lpAvg    float64 // mean prompt tokens of the requests in flight
+	loAvg    float64 // mean generated tokens of the requests in flight
+	lamAvg   float64 // arrival rate the batch has caught up with
+	svc      float64 // last mean service time, seconds
 
 	layouts  [3]*page     // series layout per page kind, rebuilt after a config change
 	histFams []histFamily // the engine page's histograms, rebuilt after a config change
@@ -158,10 +162,19 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	g := float64(cfg.TensorParallelSize)
 
 	// Request shape.
-	// Means over the requests of one step vary as sample means do.
-	sampleCV := 1 / math.Sqrt(math.Max(1, lambda*dt))
-	lp := math.Min(tr.MeanCtx*ph.promptScale*ph.ctxGrowth*math.Exp(sampleCV*in.rng.NormFloat64()), 0.9*float64(cfg.MaxModelLen))
-	lo := math.Max(2, tr.MeanGen*math.Exp(sampleCV*in.rng.NormFloat64()))
+	// Request shape. The mean size of one step's finished requests varies
+	// as a sample mean does (lpObs, loObs); the requests in flight, which
+	// the engine physics sees, average over about half a minute (lp, lo).
+	sampleCV := math.Min(0.5, 1/math.Sqrt(math.Max(1, lambda*dt)))
+	lpObs := math.Min(tr.MeanCtx*ph.promptScale*ph.ctxGrowth*math.Exp(sampleCV*in.rng.NormFloat64()), 0.9*float64(cfg.MaxModelLen))
+	loObs := math.Max(2, tr.MeanGen*math.Exp(sampleCV*in.rng.NormFloat64()))
+	if in.lpAvg == 0 {
+		in.lpAvg, in.loAvg = lpObs, loObs
+	}
+	shapeRelax := 1 - math.Exp(-dt/30)
+	in.lpAvg += (lpObs - in.lpAvg) * shapeRelax
+	in.loAvg += (loObs - in.loAvg) * shapeRelax
+	lp, lo := in.lpAvg, in.loAvg
 	share := spec.SharedPrefix * ph.prefixShare / (ph.promptScale * ph.ctxGrowth) * (1 + 0.04*in.rng.NormFloat64())
 
 	// Hardware as the engine sees it now.
@@ -254,8 +267,17 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 		arr = lambda * math.Exp(math.Sqrt(s2)*in.rng.NormFloat64()-s2/2)
 	}
 
+	// The running batch follows arrivals with a lag of about one service
+	// time, so short steps do not turn every burst into a batch spike.
+	tau := clamp(in.svc, 1, 60)
+	if in.lamAvg == 0 {
+		in.lamAvg = arr
+	}
+	in.lamAvg += (arr - in.lamAvg) * (1 - math.Exp(-dt/tau))
+	lam := in.lamAvg
+
 	// Fluid queue: what exceeds capacity waits.
-	offered := arr + in.queue/dt
+	offered := lam + in.queue/dt
 	thr := offered
 	if offered > mu {
 		thr = mu
@@ -263,7 +285,7 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	// Clients give up on requests that wait too long; vLLM counts them
 	// as aborted.
 	abandoned := in.queue * (1 - math.Exp(-dt/abandonAfter))
-	in.queue = math.Max(0, in.queue+(arr-thr)*dt-abandoned)
+	in.queue = math.Max(0, in.queue+(lam-thr)*dt-abandoned)
 	in.cnt.success[2] += abandoned
 
 	// Little's law for the running batch, B = thr*S(B), solved by Newton
@@ -298,7 +320,8 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	wq := (ca2+1)/2*(math.Pow(rho, math.Sqrt(2*(c+1))-1)/(c*(1-rho))*svc+fpq/(1-fpq)*tPre(b)/2) +
 		st/2 + in.queue/mu + preempt*tPre(b)
 	in.running = b
-	in.waiting = in.queue + arr*(wq-st/2)
+	in.waiting = in.queue + lam*(wq-st/2)
+	in.svc = svc
 	in.kvUsage = math.Min(1, b*ctxSeq/kvTokens)
 
 	// Request latencies.
@@ -322,12 +345,12 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	in.cnt.success[1] += fin * lengthP
 	in.cnt.success[2] += fin * abortP
 	in.cnt.success[3] += fin * errP
-	in.cnt.prompt += fin * lp
-	in.cnt.generation += fin * lo
+	in.cnt.prompt += fin * lpObs
+	in.cnt.generation += fin * loObs
 	in.cnt.preemptions += fin * preempt
 	if cfg.EnablePrefixCaching {
-		in.cnt.prefixQueries += fin * lp
-		in.cnt.prefixHits += fin * lp * hit
+		in.cnt.prefixQueries += fin * lpObs
+		in.cnt.prefixHits += fin * lpObs * hit
 	}
 	busy := 1 - math.Exp(-b)
 	decodeSteps := busy * (1 - fp) / st
@@ -357,8 +380,8 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	a.prefill += fin * pre
 	a.decode += fin * decode
 	a.gw += fin * gw
-	a.lp += fin * lp
-	a.lo += fin * lo
+	a.lp += fin * lpObs
+	a.lo += fin * loObs
 
 	// GPUs: activity, power, temperature and clocks.
 	gpuFrac := stepGPU(b) / st

@@ -178,8 +178,9 @@ func (c *Cluster) servePrometheusConfig(w http.ResponseWriter, r *http.Request) 
 }
 
 // PrometheusConfig returns a Prometheus scrape configuration for this
-// cluster served at host:port. vLLM targets get the pod target label;
-// dcgm-exporter and gateway series carry pod natively.
+// cluster served at host:port. Every engine and exporter target gets the
+// pod target label (exporter series also carry it natively); the gateway's
+// series name their upstream pod themselves.
 func (c *Cluster) PrometheusConfig(host string) string {
 	var b strings.Builder
 	b.WriteString("# Scrape configuration for the Casebook simulated cluster.\nscrape_configs:\n")
@@ -196,15 +197,16 @@ func (c *Cluster) PrometheusConfig(host string) string {
 			}
 		}
 	}
-	var ep, gp, pods, none []string
+	var ep, gp, pods []string
 	for _, t := range c.Targets() {
 		ep = append(ep, t.EnginePath)
 		gp = append(gp, t.GPUPath)
 		pods = append(pods, t.Instance)
-		none = append(none, "")
 	}
 	job("vllm", false, ep, pods)
-	job("dcgm-exporter", true, gp, none)
+	// The exporter's series carry pod natively; honor_labels keeps those,
+	// and the target label keeps each exporter's up series apart.
+	job("dcgm-exporter", true, gp, pods)
 	job("gateway", true, []string{GatewayPath}, []string{""})
 	return b.String()
 }
