@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"math"
-	"sort"
 
 	"github.com/casebook/casebook/metrics"
 )
@@ -123,24 +122,74 @@ func estimate(hist []float64, floor float64, buf []float64) stats {
 }
 
 // medianMAD returns the median of hist and the median absolute deviation
-// from it, using buf as scratch.
+// from it, using buf as scratch. It selects rather than sorts: this runs
+// for every metric of every snapshot.
 func medianMAD(hist, buf []float64) (float64, float64) {
 	b := append(buf[:0], hist...)
-	sort.Float64s(b)
-	med := middle(b)
+	med := median(b)
 	for i, x := range b {
 		b[i] = math.Abs(x - med)
 	}
-	sort.Float64s(b)
-	return med, middle(b)
+	return med, median(b)
 }
 
-func middle(sorted []float64) float64 {
-	n := len(sorted)
+// median returns the median of b, reordering b.
+func median(b []float64) float64 {
+	n := len(b)
+	k := n / 2
+	hi := nth(b, k)
 	if n%2 == 1 {
-		return sorted[n/2]
+		return hi
 	}
-	return (sorted[n/2-1] + sorted[n/2]) / 2
+	lo := b[0]
+	for _, x := range b[1:k] {
+		if x > lo {
+			lo = x
+		}
+	}
+	return (lo + hi) / 2
+}
+
+// nth reorders b so that b[k] is its k-th smallest element and every
+// element before it is no larger (quickselect, median-of-three pivot).
+func nth(b []float64, k int) float64 {
+	lo, hi := 0, len(b)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if b[mid] < b[lo] {
+			b[mid], b[lo] = b[lo], b[mid]
+		}
+		if b[hi] < b[lo] {
+			b[hi], b[lo] = b[lo], b[hi]
+		}
+		if b[hi] < b[mid] {
+			b[hi], b[mid] = b[mid], b[hi]
+		}
+		pivot := b[mid]
+		i, j := lo, hi
+		for i <= j {
+			for b[i] < pivot {
+				i++
+			}
+			for b[j] > pivot {
+				j--
+			}
+			if i <= j {
+				b[i], b[j] = b[j], b[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return b[k]
+		}
+	}
+	return b[k]
 }
 
 // deviation scores the current value x against st for a metric that goes

@@ -2,6 +2,8 @@ package diagnose
 
 import (
 	"math"
+	"math/rand"
+	"sort"
 	"testing"
 	"time"
 
@@ -94,5 +96,26 @@ func TestDeviationsSkipsMissingAndUnknown(t *testing.T) {
 	}
 	if _, ok := dev[m.TPOT]; !ok {
 		t.Errorf("no deviation for %s", m.TPOT)
+	}
+}
+
+func TestMedianMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for n := 1; n < 80; n++ {
+		for trial := 0; trial < 20; trial++ {
+			xs := make([]float64, n)
+			for i := range xs {
+				xs[i] = math.Round(rng.NormFloat64() * 3) // ties are common
+			}
+			sorted := append([]float64(nil), xs...)
+			sort.Float64s(sorted)
+			want := sorted[n/2]
+			if n%2 == 0 {
+				want = (sorted[n/2-1] + sorted[n/2]) / 2
+			}
+			if got := median(append([]float64(nil), xs...)); got != want {
+				t.Fatalf("median(%v) = %v, want %v", xs, got, want)
+			}
+		}
 	}
 }
