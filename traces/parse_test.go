@@ -367,3 +367,21 @@ func TestParseNsightStreamLimit(t *testing.T) {
 		t.Fatalf("ParseFile: error %v, want ErrTooLarge", err)
 	}
 }
+
+// TestParseMultiMemberGzip reads a gzip file made of several members (as
+// `cat a.gz b.gz` or parallel compressors write) to the end.
+func TestParseMultiMemberGzip(t *testing.T) {
+	b, err := os.ReadFile(fixtureJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := len(b) / 2
+	multi := append(gzipBytes(t, b[:half]), gzipBytes(t, b[half:])...)
+	tr, err := traces.Parse(context.Background(), bytes.NewReader(multi), traces.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Activities) != 444 {
+		t.Errorf("%d activities, want 444", len(tr.Activities))
+	}
+}

@@ -189,6 +189,9 @@ func TestTimelineSVG(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := traces.Summarize(tc.trace)
 			svg := s.TimelineSVG()
+			if bytes.Contains(svg, []byte("<style")) || bytes.Contains(svg, []byte("style=")) {
+				t.Error("SVG uses inline CSS, which a strict Content-Security-Policy blocks")
+			}
 			if bytes.Contains(svg, []byte("<script")) {
 				t.Fatalf("unescaped name in SVG: %s", svg)
 			}

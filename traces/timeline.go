@@ -58,15 +58,16 @@ func (s *Summary) TimelineSVG() []byte {
 	}
 	height := ly + 18
 	var b bytes.Buffer
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="trace-timeline" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="GPU timeline by stream">`,
+	// Presentation attributes only, no <style> or style="": the page's
+	// Content-Security-Policy need not allow inline styles.
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="trace-timeline" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="GPU timeline by stream" font-family="sans-serif" font-size="10">`,
 		timelineWidth, height, timelineWidth, height)
-	b.WriteString(`<style>text{font:10px sans-serif;fill:#333}</style>`)
 	for i, l := range s.Lanes {
 		y := 8 + i*(timelineLaneH+timelineLaneGap)
 		label := "GPU " + strconv.Itoa(l.Device) + " · stream " + strconv.Itoa(l.Stream)
 		fmt.Fprintf(&b, `<g><title>%s: %d activities, busy %s; most time in %s</title>`,
 			esc(label), l.Count, fmtDur(l.Busy), esc(truncate(l.Top, 300)))
-		fmt.Fprintf(&b, `<text x="4" y="%d">%s</text>`, y+timelineLaneH-3, esc(label))
+		fmt.Fprintf(&b, `<text x="4" y="%d" fill="#333">%s</text>`, y+timelineLaneH-3, esc(label))
 		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" fill="#f4f4f4"/>`, timelineLabelW, y, LaneBins, timelineLaneH)
 		bins := l.Bins
 		for x := 0; x < len(bins) && x < LaneBins; {
@@ -94,13 +95,13 @@ func (s *Summary) TimelineSVG() []byte {
 		case 1:
 			anchor = "end"
 		}
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="%s">%s</text>`, x, axisY+12, anchor,
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="%s" fill="#333">%s</text>`, x, axisY+12, anchor,
 			esc(fmtDur(time.Duration(f*float64(s.Span)))))
 	}
 	// Legend.
 	for i, c := range categories {
 		it := items[i]
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">%s</text>`,
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d" fill="#333">%s</text>`,
 			it.x, it.y, CategoryColor(c), it.x+13, it.y+9, esc(c.Title()))
 	}
 	b.WriteString(`</svg>`)

@@ -164,7 +164,6 @@ func Parse(ctx context.Context, r io.Reader, opts Options) (*Trace, error) {
 			return nil, fmt.Errorf("traces: gzip: %w: %w", ErrFormat, err)
 		}
 		defer zr.Close()
-		zr.Multistream(false)
 		br = bufio.NewReaderSize(&limitReader{r: zr, left: opts.MaxBytes}, 64<<10)
 		head, _ = br.Peek(16)
 		if len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b {
