@@ -29,8 +29,14 @@ func openDemo(t *testing.T, backfill time.Duration) (*Telemetry, *logCounter) {
 }
 
 func TestOpenDemo(t *testing.T) {
-	tel, _ := openDemo(t, 2*time.Hour)
+	tel, logs := openDemo(t, 2*time.Hour)
 	ctx := context.Background()
+	if n := logs.count(slog.LevelInfo, "Compactions"); n != 0 {
+		t.Errorf("%d TSDB info records reached the log, want them filtered", n)
+	}
+	if n := logs.count(slog.LevelInfo, "demo history back-filled"); n != 1 {
+		t.Errorf("%d back-fill records, want 1", n)
+	}
 	if tel.Simulator() == nil {
 		t.Fatal("demo mode has no simulator")
 	}

@@ -62,7 +62,10 @@ func openTSDB(dir string, withWAL bool, log *slog.Logger) (*tsdb.DB, error) {
 	if !withWAL {
 		opts.WALSegmentSize = -1
 	}
-	db, err := tsdb.Open(dir, log.With("component", "tsdb"), nil, opts, nil)
+	// The TSDB reports every block it writes at info level (a week of
+	// back-fill is over a hundred lines); Casebook's log keeps its warnings.
+	tlog := slog.New(minLevel{h: log.Handler(), min: slog.LevelWarn}).With("component", "tsdb")
+	db, err := tsdb.Open(dir, tlog, nil, opts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: open tsdb %s: %w", dir, err)
 	}
@@ -136,4 +139,24 @@ func promLabelMap(ls labels.Labels) map[string]string {
 	out := make(map[string]string, ls.Len())
 	ls.Range(func(l labels.Label) { out[l.Name] = l.Value })
 	return out
+}
+
+// minLevel drops records below min, to quiet a chatty library.
+type minLevel struct {
+	h   slog.Handler
+	min slog.Level
+}
+
+func (m minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= m.min && m.h.Enabled(ctx, l)
+}
+
+func (m minLevel) Handle(ctx context.Context, r slog.Record) error { return m.h.Handle(ctx, r) }
+
+func (m minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h: m.h.WithAttrs(as), min: m.min}
+}
+
+func (m minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h: m.h.WithGroup(name), min: m.min}
 }
