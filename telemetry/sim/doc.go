@@ -25,7 +25,9 @@
 //     bytes). Running sequences hold their unique context; shared prefixes
 //     are stored once while the cache has room.
 //   - Batch: the running batch follows Little's law, B = throughput x service
-//     time, capped by max_num_seqs and by KV capacity.
+//     time, capped by max_num_seqs and by KV capacity. The physics sees the
+//     arrival rate and request sizes smoothed over about one service time
+//     and half a minute, so results do not depend on the step size.
 //   - Decode step: per-step host overhead (scheduler, launch, TP all-reduce)
 //     plus the larger of the HBM time (weights/TP + KV read of every
 //     sequence, over the effective bandwidth) and the tensor time, plus the
@@ -41,7 +43,11 @@
 //   - Prefix caching: hit rate = shared-prefix share x residency; residency
 //     falls once KV usage passes 85%, and preemptions rise past 90%.
 //   - Speculative decoding: with per-token acceptance a and k draft tokens, a
-//     step emits 1 + a(1-a^k)/(1-a) tokens per sequence.
+//     step emits 1 + a(1-a^k)/(1-a) tokens per sequence. As in vLLM V1,
+//     inter_token_latency_seconds observes one interval per step (an output
+//     may carry several tokens), while request_time_per_output_token_seconds
+//     is per token; falling acceptance shows first in the latter and in
+//     decode time, and in ITL once the longer-lived batch grows.
 //   - GPU: SM activity is the busy time (minus host gaps) times an occupancy
 //     that saturates with tokens per step, so it has a knee against
 //     throughput; DRAM activity is bytes read over peak bandwidth; power
