@@ -3,6 +3,8 @@ package telemetry
 import (
 	"context"
 	"log/slog"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,4 +163,28 @@ func seriesIn(t *testing.T, tel *Telemetry, from, to time.Time) map[string]bool 
 		t.Fatal(err)
 	}
 	return out
+}
+
+// TestDemoWithTargets scrapes a real target next to the simulator: its live
+// samples must not get ahead of the back-fill, which the TSDB would then
+// refuse as too old.
+func TestDemoWithTargets(t *testing.T) {
+	var k atomic.Int64
+	k.Store(1)
+	srv := httptest.NewServer(loadFixture(t, "vllm.prom", &k))
+	defer srv.Close()
+	tel, err := open(context.Background(), Options{DataDir: t.TempDir(), Demo: true,
+		Targets: []Target{{URL: srv.URL, Labels: map[string]string{"pod": "extra-0"}}}}, 2*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Close()
+	waitFor(t, func() bool {
+		return instant(t, tel.querier, `vllm:num_requests_running{pod="extra-0"}`, time.Now()) == 12
+	})
+	for _, s := range tel.Status() {
+		if !s.OK {
+			t.Errorf("source failing: %+v", s)
+		}
+	}
 }

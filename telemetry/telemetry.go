@@ -154,15 +154,17 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 		}
 	}
 
-	client := &http.Client{}
-	for _, st := range targets {
-		t.startLoop(bg, newScrapeLoop(st, client, db, t.status))
-	}
+	// The back-fill comes first: the TSDB head only takes samples up to an
+	// hour older than its newest, so nothing live may be appended before it.
 	if opts.Demo {
 		if err := t.startDemo(ctx, bg, backfill); err != nil {
 			_ = t.Close()
 			return nil, err
 		}
+	}
+	client := &http.Client{}
+	for _, st := range targets {
+		t.startLoop(bg, newScrapeLoop(st, client, db, t.status))
 	}
 	if opts.DCGM != "" {
 		t.startDCGM(bg, newDCGMAPI())
