@@ -306,12 +306,14 @@ func tickLabel(v, step float64) string {
 	if math.Abs(v) >= 1e4 {
 		return num(v)
 	}
+	// Enough decimals to tell neighbouring ticks apart (2.5 needs one).
 	dec := 0
-	if step < 1 {
-		dec = int(math.Ceil(-math.Log10(step)))
-		if step*math.Pow(10, float64(dec)) != math.Trunc(step*math.Pow(10, float64(dec))) {
-			dec++
+	for dec < 6 {
+		scaled := step * math.Pow(10, float64(dec))
+		if math.Abs(scaled-math.Round(scaled)) < 1e-9*math.Max(1, scaled) {
+			break
 		}
+		dec++
 	}
 	return strconv.FormatFloat(v, 'f', dec, 64)
 }

@@ -55,6 +55,10 @@ func TestNewChart(t *testing.T) {
 			}
 			return .5
 		})}}}, wantMoves: 2, wantTicks: []string{"0", "20", "40", "60"}},
+		{name: "fractional step", spec: ChartSpec{Unit: "count", Step: time.Minute, Series: []ChartSeries{{Metric: metrics.QueueDepth, Samples: samples(60, time.Minute, func(i int) float64 { return float64(i % 10) })}}},
+			wantMoves: 1, wantTicks: []string{"0.0", "2.5", "5.0", "7.5", "10.0"}},
+		{name: "small ratio", spec: ChartSpec{Unit: "ratio", Step: time.Minute, Series: []ChartSeries{{Metric: metrics.ErrorRate, Samples: samples(60, time.Minute, func(i int) float64 { return .0001 * float64(i%4) })}}},
+			wantMoves: 1, wantTicks: []string{"0.00", "0.01", "0.02", "0.03"}},
 		{name: "no data", spec: ChartSpec{Unit: "ms", Step: time.Minute, Series: []ChartSeries{{Metric: metrics.TTFT}}}, wantEmpty: true},
 		{name: "marker and band", spec: ChartSpec{Unit: "req/s", Step: time.Minute, Marker: t0.Add(30 * time.Minute), MarkerLabel: "trigger",
 			Series: []ChartSeries{{Metric: metrics.ThroughputRPS, Samples: samples(60, time.Minute, func(int) float64 { return 12 })}},
