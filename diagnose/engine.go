@@ -44,6 +44,9 @@ func New(opts Options) *Engine {
 // EngineVersion identifies the rule set and build that produced a diagnosis.
 func EngineVersion() string { return "rules-1/" + BuildVersion }
 
+// tailOf maps each p99 metric to the mean it is the tail of.
+var tailOf = map[string]string{m.E2EP99: m.E2E, m.TTFTP99: m.TTFT, m.TPOTP99: m.TPOT}
+
 // Snapshot-level decision constants. A single metric at |z| just over 3 is
 // expected now and then among thirty metrics, so a snapshot counts as
 // anomalous only with two anomalies or one beyond strongZ; a rule at or
@@ -62,17 +65,26 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 	in := Input{Snapshot: s, Baseline: base}
 
 	var anomalous []string
-	maxBad := 0.0
+	signals, maxBad := 0, 0.0
 	for _, mt := range m.Catalog {
 		d, ok := base[mt.ID]
 		if !ok {
 			continue
 		}
-		bz := badZ(mt.ID, d)
 		if d.Anomalous {
 			anomalous = append(anomalous, mt.ID)
 		}
-		if bz > maxBad {
+		if mean, isTail := tailOf[mt.ID]; isTail {
+			// A p99 is estimated from a minute's slowest few requests; on
+			// its own it is too noisy to call an incident.
+			if md, ok := base[mean]; !ok || badZ(mean, md) < 2 {
+				continue
+			}
+		}
+		if d.Anomalous {
+			signals++
+		}
+		if bz := badZ(mt.ID, d); bz > maxBad {
 			maxBad = bz
 		}
 	}
@@ -96,7 +108,7 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 	if len(rankedList) > 1 {
 		second = rankedList[1].score
 	}
-	significant := len(anomalous) >= 2 || maxBad >= strongZ || top >= absoluteScore
+	significant := signals >= 2 || maxBad >= strongZ || top >= absoluteScore
 
 	d := Diagnosis{
 		Candidates:    []Candidate{},

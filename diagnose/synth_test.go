@@ -31,9 +31,13 @@ func healthy() m.Values {
 // each metric's valid range.
 func jitter(v m.Values, rng *rand.Rand, rel float64) m.Values {
 	out := make(m.Values, len(v))
-	for id, x := range v {
+	for _, mt := range m.Catalog { // catalog order: map order would make the noise vary between runs
+		x, ok := v[mt.ID]
+		if !ok {
+			continue
+		}
+		id := mt.ID
 		y := x * (1 + rel*rng.NormFloat64())
-		mt, _ := m.Lookup(id)
 		if y < mt.Min {
 			y = mt.Min
 		}
@@ -111,7 +115,10 @@ var faults = map[string]m.Values{
 		m.SMUtil: 0.45, m.TensorActive: 0.25, m.TPOT: 28, m.DecodeTime: 3640, m.E2E: 3850,
 		m.GatewayE2E: 3910, m.RunningSeqs: 44, m.ThroughputRPS: 11.2,
 	},
+	// Board power up by a third and the tensor pipes half as busy, with
+	// clocks, temperature, SM activity and latency unchanged: anomalous,
+	// but no cause in the taxonomy produces it.
 	m.CauseUnknown: {
-		m.GPUMemUsedFrac: 0.995, m.E2EP99: 14000, m.TTFTP99: 2400,
+		m.Power: 700, m.TensorActive: 0.2, m.E2EP99: 14000,
 	},
 }
