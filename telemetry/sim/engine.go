@@ -130,7 +130,6 @@ type instance struct {
 	hist                 histograms
 	acc                  interval
 	carry                struct{ fin, itl, steps float64 }
-	lastE2E, lastGateway float64 // latest mean latencies, for tests
 }
 
 // abandonAfter is the mean time a queued client waits before giving up.
@@ -331,7 +330,6 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	ttft := 0.003 + lp*0.4e-6 + wq + pre
 	e2e := ttft + decode + 0.002
 	gw := e2e + 0.006 + ph.netDelayS
-	in.lastE2E, in.lastGateway = e2e, gw
 
 	// Counters.
 	fin := thr * dt
