@@ -126,10 +126,10 @@ type instance struct {
 	layouts  [3]*page     // series layout per page kind, rebuilt after a config change
 	histFams []histFamily // the engine page's histograms, rebuilt after a config change
 
-	cnt                  counters
-	hist                 histograms
-	acc                  interval
-	carry                struct{ fin, itl, steps float64 }
+	cnt   counters
+	hist  histograms
+	acc   interval
+	carry struct{ fin, itl, steps float64 }
 }
 
 // abandonAfter is the mean time a queued client waits before giving up.
