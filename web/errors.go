@@ -41,7 +41,7 @@ func errorHandler(log *slog.Logger, h *handlers.Handlers) echo.HTTPErrorHandler 
 			v.Status = http.StatusServiceUnavailable
 			v.Message = "The request took too long; try a shorter time range."
 		}
-		if v.Status == http.StatusNotFound {
+		if v.Status == http.StatusNotFound && (v.Message == "" || strings.EqualFold(v.Message, http.StatusText(http.StatusNotFound))) {
 			v.Message = "There is no page at " + req.URL.Path + "."
 		}
 		v.Title = http.StatusText(v.Status)

@@ -45,3 +45,26 @@ func TestRoutesAreNamedAndArchiveIsMounted(t *testing.T) {
 		t.Errorf("Reverse(%s) = %q", web.RouteInstance, got)
 	}
 }
+
+func TestNotFoundKeepsTheHandlersMessage(t *testing.T) {
+	tel := handlerstest.NewTelemetry(handlerstest.Options{Span: time.Hour})
+	srv := web.New(web.Options{Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{}, Incidents: routeFunc(func(g *echo.Group) {
+		g.GET("/incidents/:id", func(c echo.Context) error {
+			return echo.NewHTTPError(http.StatusNotFound, "incident "+c.Param("id")+" does not exist")
+		}).Name = "incident.show"
+	})})
+	for _, tc := range []struct{ path, want string }{
+		{"/incidents/7", "incident 7 does not exist"},
+		{"/nowhere", "There is no page at /nowhere."},
+	} {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
+		if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), tc.want) {
+			t.Errorf("GET %s: %d, body lacks %q", tc.path, rec.Code, tc.want)
+		}
+	}
+}
+
+type routeFunc func(g *echo.Group)
+
+func (f routeFunc) Register(g *echo.Group) { f(g) }
