@@ -52,14 +52,15 @@ func (r *reader) batchSmall() float64 {
 // kvPressure is how hard the KV cache is pressed: usage inside its
 // saturation knee (past ~90% every new sequence forces a preemption), or
 // usage rising against its own baseline faster than the load explains
-// (prompt length x running batch). Absolute usage does not transfer between
+// (prompt length x running batch x lost sharing), at full strength once
+// usage doubled beyond the load. Absolute usage does not transfer between
 // deployments: a large cache can churn its prefixes well below 90%.
 func (r *reader) kvPressure() (float64, bool) {
 	kv, ok := r.val(m.KVCacheUsage)
 	if !ok {
 		return 0, false
 	}
-	return maxOf(knee(kv, 0.92), r.up(m.KVCacheUsage)*ramp(r.kvExcess(), 1.3, 2.5)), true
+	return maxOf(knee(kv, 0.92), r.up(m.KVCacheUsage)*ramp(r.kvExcess(), 1.25, 2)), true
 }
 
 // kvExcess is the growth of KV usage over its baseline divided by the
