@@ -113,8 +113,8 @@ type instance struct {
 	rng   *rand.Rand
 
 	queue    float64 // fluid backlog of requests beyond capacity
-	running  float64 // sequences in the batch (instant gauge)
-	waiting  float64 // requests waiting (instant gauge)
+	running  float64 // sequences in the batch (instant gauge, whole)
+	waiting  float64 // requests waiting (instant gauge, whole)
 	kvUsage  float64
 	hitRate  float64
 	capacity float64 // requests per second at the batch limit
@@ -318,8 +318,10 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	fpq := math.Min(fp, 0.97)
 	wq := (ca2+1)/2*(math.Pow(rho, math.Sqrt(2*(c+1))-1)/(c*(1-rho))*svc+fpq/(1-fpq)*tPre(b)/2) +
 		st/2 + in.queue/mu + preempt*tPre(b)
-	in.running = b
-	in.waiting = in.queue + lam*(wq-st/2)
+	// The gauges count whole requests; rounding at random keeps their
+	// expectation equal to the fluid values.
+	in.running = math.Floor(b + in.rng.Float64())
+	in.waiting = math.Floor(math.Max(0, in.queue+lam*(wq-st/2)) + in.rng.Float64())
 	in.svc = svc
 	in.kvUsage = math.Min(1, b*ctxSeq/kvTokens)
 

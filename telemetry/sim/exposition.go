@@ -252,8 +252,8 @@ func (in *instance) walkEngine(w *walker) {
 		w.family(name, help, "counter")
 		w.add(name, math.Floor(v), "engine", "0", "model_name", mn)
 	}
-	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", math.Round(in.running))
-	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", math.Round(in.waiting))
+	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", in.running)
+	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", in.waiting)
 	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", math.Round(in.kvUsage*1e6)/1e6)
 	counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", in.cnt.preemptions)
 	counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", in.cnt.prompt)

@@ -194,8 +194,8 @@ type capture struct {
 }
 
 func captureOf(in *instance) capture {
-	c := capture{cnt: in.cnt, hist: in.hist.catalogClone(), running: math.Round(in.running),
-		waiting: math.Round(in.waiting), kvUsage: math.Round(in.kvUsage*1e6) / 1e6,
+	c := capture{cnt: in.cnt, hist: in.hist.catalogClone(), running: in.running,
+		waiting: in.waiting, kvUsage: math.Round(in.kvUsage*1e6) / 1e6,
 		gpus: append([]gpuState(nil), in.gpus...)}
 	c.cnt.acceptedPos = nil
 	return c
