@@ -51,9 +51,10 @@ var causeRoots = map[string][]string{
 	m.CauseGPUThrottling:         {m.GPUTemp, m.Power, m.SMClock},
 	m.CauseTransportLatency:      {m.GatewayE2E},
 	m.CauseEngineErrors:          {m.ErrorRate},
-	// Host overhead has no metric of its own: it shows as idle SMs that slow
-	// every step.
-	m.CauseHostOverhead: {m.SMUtil, m.TPOT},
+	// Host overhead has no metric of its own: it shows as slower steps the
+	// GPU does not account for, so it enters where the step time does and
+	// yields to any firing cause upstream of that.
+	m.CauseHostOverhead: {m.TPOT, m.DecodeTime, m.SMUtil},
 }
 
 // descendants is the transitive closure of the graph from each metric,

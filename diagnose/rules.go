@@ -408,7 +408,8 @@ func scoreHostOverhead(r *reader) float64 {
 	}
 	batchOK := 1 - r.batchSmall()
 	clocksOK := 1 - maxOf(r.down(m.SMClock), r.down(m.MemClock))
-	r.noteIf(lat, m.TPOT, remarkStarved)
+	r.noteIf(r.up(m.TPOT), m.TPOT, remarkStarved)
+	r.noteIf(r.up(m.DecodeTime), m.DecodeTime, remarkStarved)
 	r.noteIf(idle, m.SMUtil, "")
 	r.noteIf(idle, m.DRAMActive, "")
 	r.note(m.RunningSeqs, remarkBatchFine)
