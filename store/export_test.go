@@ -18,7 +18,11 @@ func (s *Store) SeedBulk(ctx context.Context, ins []NewIncident, ds []DiagnosisR
 		if err := ins[i].validate(); err != nil {
 			return err
 		}
-		id, _, _, err := openIncident(ctx, tx, ins[i], ds[i])
+		p, err := pack(ins[i])
+		if err != nil {
+			return err
+		}
+		id, _, _, err := openIncident(ctx, tx, ins[i], ds[i], p)
 		if err != nil {
 			return fmt.Errorf("seed %d: %w", i, err)
 		}

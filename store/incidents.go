@@ -146,6 +146,9 @@ func (in *NewIncident) validate() error {
 	if len(in.Scope.Model) > MaxNameBytes || len(in.Scope.Instance) > MaxNameBytes {
 		problems = append(problems, fmt.Sprintf("scope names are limited to %d bytes", MaxNameBytes))
 	}
+	if !utf8.ValidString(in.Scope.Model) || !utf8.ValidString(in.Scope.Instance) || !utf8.ValidString(in.Severity) {
+		problems = append(problems, "scope names and severity must be valid UTF-8")
+	}
 	if !in.Trigger.Valid() {
 		problems = append(problems, fmt.Sprintf("trigger kind %q is not alertmanager, manual or detector", in.Trigger))
 	}
@@ -225,6 +228,11 @@ func (d *DiagnosisRecord) searchText() string {
 // transaction. When the incident comes from an alert already archived (same
 // fingerprint and startsAt, as on a webhook retry), nothing is written and
 // the existing incident is returned with created false.
+//
+// Concurrent calls are group-committed: one writer runs every waiting
+// incident in a single transaction (each in its own savepoint, so one
+// failure does not affect the others) and one fsync acknowledges them all.
+// The result is returned only after that commit.
 func (s *Store) OpenIncident(ctx context.Context, in NewIncident, d DiagnosisRecord) (Incident, bool, error) {
 	if err := in.validate(); err != nil {
 		return Incident{}, false, fmt.Errorf("store: open incident: %w", err)
@@ -232,25 +240,29 @@ func (s *Store) OpenIncident(ctx context.Context, in NewIncident, d DiagnosisRec
 	if err := d.validate(); err != nil {
 		return Incident{}, false, fmt.Errorf("store: open incident: diagnosis: %w", err)
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return Incident{}, false, fmt.Errorf("store: open incident: begin: %w", err)
-	}
-	defer tx.Rollback()
-	id, diagnosisID, created, err := openIncident(ctx, tx, in, d)
+	p, err := pack(in)
 	if err != nil {
 		return Incident{}, false, fmt.Errorf("store: open incident: %w", err)
 	}
-	if !created {
-		tx.Rollback()
+	req := &openRequest{ctx: ctx, in: in, d: d, packed: p, done: make(chan openResult, 1)}
+	if err := s.opens.submit(req); err != nil {
+		return Incident{}, false, fmt.Errorf("store: open incident: %w", err)
+	}
+	var res openResult
+	select {
+	case res = <-req.done:
+	case <-ctx.Done():
+		return Incident{}, false, fmt.Errorf("store: open incident: %w", ctx.Err())
+	}
+	if res.err != nil {
+		return Incident{}, false, fmt.Errorf("store: open incident: %w", res.err)
+	}
+	if !res.created {
 		inc, err := s.IncidentByAlert(ctx, in.Alert.Fingerprint, in.Alert.StartsAt)
 		return inc, false, err
 	}
-	if err := tx.Commit(); err != nil {
-		return Incident{}, false, fmt.Errorf("store: open incident: commit: %w", err)
-	}
-	inc := newIncidentValue(id, in, d)
-	inc.DiagnosisID = diagnosisID
+	inc := newIncidentValue(res.id, in, d)
+	inc.DiagnosisID = res.diagnosisID
 	return inc, true, nil
 }
 
@@ -284,15 +296,7 @@ func newIncidentValue(id int64, in NewIncident, d DiagnosisRecord) Incident {
 // openIncident inserts a validated incident, its evidence and its first
 // diagnosis in tx. It returns created false, writing nothing, when the
 // alert is already archived.
-func openIncident(ctx context.Context, tx *sql.Tx, in NewIncident, d DiagnosisRecord) (id, diagnosisID int64, created bool, err error) {
-	snap, err := packJSON(finiteSnapshot(in.Snapshot))
-	if err != nil {
-		return 0, 0, false, fmt.Errorf("encode snapshot: %w", err)
-	}
-	windows, err := packWindows(in.Windows)
-	if err != nil {
-		return 0, 0, false, fmt.Errorf("encode windows: %w", err)
-	}
+func openIncident(ctx context.Context, tx *sql.Tx, in NewIncident, d DiagnosisRecord, p packed) (id, diagnosisID int64, created bool, err error) {
 	detail := string(in.TriggerDetail)
 	if detail == "" {
 		detail = "{}"
@@ -332,7 +336,7 @@ func openIncident(ctx context.Context, tx *sql.Tx, in NewIncident, d DiagnosisRe
 	if err != nil {
 		return 0, 0, false, err
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO incident_evidence (incident_id, snapshot, windows) VALUES (?, ?, ?)`, id, snap, windows)
+	_, err = tx.ExecContext(ctx, `INSERT INTO incident_evidence (incident_id, snapshot, windows) VALUES (?, ?, ?)`, id, p.snapshot, p.windows)
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("insert evidence: %w", err)
 	}
@@ -444,7 +448,7 @@ func getIncident(ctx context.Context, q querier, where string, args ...any) (Inc
 	inc.Summary = sum
 	inc.TriggerDetail = json.RawMessage(detail)
 	inc.WindowStart, inc.WindowEnd = fromNanos(wstart), fromNanos(wend)
-	if err := unpackJSON(snap, &inc.Snapshot); err != nil {
+	if inc.Snapshot, err = unpackSnapshot(snap); err != nil {
 		return Incident{}, fmt.Errorf("snapshot: %w", err)
 	}
 	if inc.Windows, err = unpackWindows(windows); err != nil {

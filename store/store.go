@@ -29,8 +29,9 @@ var migrationFS embed.FS
 // in Go instead of failing with SQLITE_BUSY on a lock upgrade), and a
 // read-only pool for queries, which WAL lets run beside the writer.
 type Store struct {
-	w *sql.DB
-	r *sql.DB
+	w     *sql.DB
+	r     *sql.DB
+	opens *opener // group commit of OpenIncident
 }
 
 // Open opens (creating if needed) the archive at path, applies every pending
@@ -66,6 +67,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	r.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
 	r.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)))
 	s.r = r
+	s.opens = newOpener(s)
 	if err := s.seedCauses(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -73,8 +75,12 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
-// Close closes both connection pools.
+// Close finishes the incidents being opened, then closes both connection
+// pools.
 func (s *Store) Close() error {
+	if s.opens != nil {
+		s.opens.close()
+	}
 	var errs []error
 	if s.r != nil {
 		errs = append(errs, s.r.Close())

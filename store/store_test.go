@@ -192,6 +192,7 @@ func TestOpenIncidentRejects(t *testing.T) {
 	}{
 		{"empty title", func(in *store.NewIncident, _ *store.DiagnosisRecord) { in.Title = " " }},
 		{"no model", func(in *store.NewIncident, _ *store.DiagnosisRecord) { in.Scope.Model = "" }},
+		{"instance not UTF-8", func(in *store.NewIncident, _ *store.DiagnosisRecord) { in.Scope.Instance = "pod-\xff" }},
 		{"bad trigger", func(in *store.NewIncident, _ *store.DiagnosisRecord) { in.Trigger = "pager" }},
 		{"alertmanager without alert", func(in *store.NewIncident, _ *store.DiagnosisRecord) { in.Trigger = store.TriggerAlertmanager }},
 		{"window backwards", func(in *store.NewIncident, _ *store.DiagnosisRecord) { in.WindowEnd = in.WindowStart.Add(-time.Second) }},
@@ -510,5 +511,58 @@ func TestOpenPaths(t *testing.T) {
 	}
 	if _, err := store.Open(context.Background(), ""); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("empty path: %v, want ErrInvalid", err)
+	}
+}
+
+func TestOpenIncidentGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	const alerts, copies = 25, 3
+	type result struct {
+		fp      string
+		id      int64
+		created bool
+		err     error
+	}
+	results := make(chan result, alerts*copies)
+	for i := 0; i < alerts*copies; i++ {
+		go func() {
+			fp := fmt.Sprintf("%016x", i%alerts)
+			in := newIncident("storm "+fp, time.Duration(i%alerts)*time.Second, &store.Alert{Fingerprint: fp, StartsAt: t0, State: store.AlertFiring})
+			inc, created, err := s.OpenIncident(ctx, in, newDiagnosis(metrics.CauseQueueBacklog, "v1"))
+			results <- result{fp, inc.ID, created, err}
+		}()
+	}
+	ids := map[string]int64{}
+	created := map[string]int{}
+	for i := 0; i < alerts*copies; i++ {
+		r := <-results
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if prev, ok := ids[r.fp]; ok && prev != r.id {
+			t.Errorf("alert %s got incidents %d and %d", r.fp, prev, r.id)
+		}
+		ids[r.fp] = r.id
+		if r.created {
+			created[r.fp]++
+		}
+	}
+	for fp, n := range created {
+		if n != 1 {
+			t.Errorf("alert %s reported created %d times", fp, n)
+		}
+	}
+	page, err := s.List(ctx, store.ListFilter{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Items) != alerts || len(created) != alerts {
+		t.Errorf("%d incidents stored, %d reported created; want %d", len(page.Items), len(created), alerts)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := s.OpenIncident(cancelled, newIncident("late", 0, nil), newDiagnosis(metrics.CauseNone, "v1")); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled open: %v, want context.Canceled", err)
 	}
 }
