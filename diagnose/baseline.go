@@ -20,7 +20,8 @@ const (
 	// zeros) and the robust estimate is used.
 	outlierRatio = 1.6
 	// relFloor is the smallest scale relative to the baseline level: a flat
-	// history must not make a 1% wiggle look like a 10-sigma event.
+	// history must not make a 1% wiggle look like a 10-sigma event. See
+	// relFloorOf for the units where it differs.
 	relFloor = 0.05
 	// maxZ bounds reported z-scores so JSON stays readable.
 	maxZ = 1000
@@ -64,6 +65,19 @@ func absFloor(m metrics.Metric) float64 {
 	return 1e-6
 }
 
+// relFloorOf is the relative scale floor of a metric. Clocks are read
+// exactly and sit flat at their target, so a 1% step is already real;
+// Celsius is not a ratio scale, so temperature has only its absolute floor.
+func relFloorOf(m metrics.Metric) float64 {
+	switch m.Unit {
+	case "MHz":
+		return 0.01
+	case "C":
+		return 0
+	}
+	return relFloor
+}
+
 // stats is the location and scale of one history.
 type stats struct {
 	n      int
@@ -81,7 +95,7 @@ type stats struct {
 // its standard deviation is inflated by outliers (a spike, a gap filled with
 // zeros), the median and 1.4826 x MAD instead, so a few bad points cannot
 // mask a real change. Either scale is floored (see absFloor and relFloor).
-func estimate(hist []float64, floor float64, buf []float64) stats {
+func estimate(hist []float64, floor, rel float64, buf []float64) stats {
 	st := stats{n: len(hist)}
 	if len(hist) == 0 {
 		return st
@@ -111,7 +125,7 @@ func estimate(hist []float64, floor float64, buf []float64) stats {
 		st.robust = true
 		st.center, st.up, st.down = med, madScale, madScale
 	}
-	f := math.Max(floor, relFloor*math.Abs(st.center))
+	f := math.Max(floor, rel*math.Abs(st.center))
 	if st.up < f || math.IsNaN(st.up) {
 		st.up = f
 	}
@@ -242,7 +256,7 @@ func Deviations(s metrics.Snapshot) map[string]Deviation {
 				hist = append(hist, v)
 			}
 		}
-		out[m.ID] = deviation(x, estimate(hist, absFloor(m), buf), m.Bad)
+		out[m.ID] = deviation(x, estimate(hist, absFloor(m), relFloorOf(m), buf), m.Bad)
 	}
 	return out
 }
@@ -270,5 +284,5 @@ func deriveDeviation(s metrics.Snapshot, f func(metrics.Values) (float64, bool),
 		}
 	}
 	buf := make([]float64, len(hist))
-	return derived{value: x, dev: deviation(x, estimate(hist, floor, buf), bad), ok: true}
+	return derived{value: x, dev: deviation(x, estimate(hist, floor, relFloor, buf), bad), ok: true}
 }
