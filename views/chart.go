@@ -369,8 +369,22 @@ func unitLabel(unit string) string {
 	return unit
 }
 
-// TickFormat tells the page script how to format hover values.
-func (c Chart) TickFormat() string { return c.Unit }
+// MarkerAnchor puts the marker label right of the line, or left of it
+// near the right edge.
+func (c Chart) MarkerAnchor() string {
+	if c.MarkerX > chartW*0.8 {
+		return "end"
+	}
+	return "start"
+}
+
+// MarkerDX offsets the marker label from the line.
+func (c Chart) MarkerDX() string {
+	if c.MarkerX > chartW*0.8 {
+		return "-4"
+	}
+	return "4"
+}
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
