@@ -10,7 +10,8 @@ import (
 // taxonomy except unknown and none, which the engine decides itself.
 //
 // Every score is a weighted sum of signal strengths in 0-1 (weights add up
-// to 1), opened by a gate: the signature's defining signal. Signals mix
+// to about 1; the result is clamped to 0-1), opened by a gate: the
+// signature's defining signal, without which the rule stays silent. Signals mix
 // absolute physics (knees, ratios, shares) with deviation from the scope's
 // own baseline, because absolute thresholds do not transfer between models
 // and GPUs. The seed thresholds of the reference rule engine appear as
