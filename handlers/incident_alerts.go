@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -146,37 +147,54 @@ func (h *Incidents) Alertmanager(c echo.Context) error {
 	if err != nil {
 		return badParam("body", "%v", err)
 	}
-	ctx := c.Request().Context()
-	results := make([]AlertResult, 0, len(msg.Alerts))
+	// Alerts are handled concurrently, a few at a time: capturing evidence
+	// is the slow part, and the archive group-commits concurrent opens.
+	results := make([]AlertResult, len(msg.Alerts))
+	sem := make(chan struct{}, alertWorkers)
+	var wg sync.WaitGroup
+	for i, a := range msg.Alerts {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			results[i] = h.handleAlert(c, msg, a)
+		}()
+	}
+	wg.Wait()
 	failed := false
-	for _, a := range msg.Alerts {
-		r := AlertResult{Fingerprint: a.Fingerprint}
-		switch a.Status {
-		case "resolved":
-			id, err := h.d.Archive.ResolveAlert(ctx, a.Fingerprint, a.StartsAt, a.EndsAt)
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				r.Status, r.Reason = "skipped", "no incident was opened for this alert"
-			case err != nil:
-				h.d.Logger.ErrorContext(ctx, "alertmanager: resolve", "fingerprint", a.Fingerprint, "err", err)
-				r.Status, r.Reason, failed = "failed", "could not be stored", true
-			default:
-				r.Status, r.IncidentID = "resolved", id
-				if inc, err := h.d.Archive.Incident(ctx, id); err == nil {
-					h.completeWindows(ctx, &inc) // archive the minutes after the trigger now
-				}
-			}
-		case "firing":
-			r = h.openFromAlert(c, msg, a)
-			failed = failed || r.Status == "failed"
-		}
-		results = append(results, r)
+	for _, r := range results {
+		failed = failed || r.Status == "failed"
 	}
 	status := http.StatusOK
 	if failed {
 		status = http.StatusServiceUnavailable // Alertmanager retries 5xx
 	}
 	return c.JSON(status, map[string]any{"alerts": results})
+}
+
+// alertWorkers bounds how many alerts of one message are handled at once.
+const alertWorkers = 4
+
+func (h *Incidents) handleAlert(c echo.Context, msg AlertmanagerMessage, a AlertmanagerAlert) AlertResult {
+	ctx := c.Request().Context()
+	if a.Status == "firing" {
+		return h.openFromAlert(c, msg, a)
+	}
+	r := AlertResult{Fingerprint: a.Fingerprint}
+	id, err := h.d.Archive.ResolveAlert(ctx, a.Fingerprint, a.StartsAt, a.EndsAt)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		r.Status, r.Reason = "skipped", "no incident was opened for this alert"
+	case err != nil:
+		h.d.Logger.ErrorContext(ctx, "alertmanager: resolve", "fingerprint", a.Fingerprint, "err", err)
+		r.Status, r.Reason = "failed", "could not be stored"
+	default:
+		r.Status, r.IncidentID = "resolved", id
+		if inc, err := h.d.Archive.Incident(ctx, id); err == nil {
+			h.completeWindows(ctx, &inc) // archive the minutes after the trigger now
+		}
+	}
+	return r
 }
 
 func (h *Incidents) openFromAlert(c echo.Context, msg AlertmanagerMessage, a AlertmanagerAlert) AlertResult {

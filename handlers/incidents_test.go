@@ -155,6 +155,24 @@ func TestAlertmanagerWebhook(t *testing.T) {
 		t.Errorf("alert state after resolve = %s", inc.Alert.State)
 	}
 
+	// One message with several alerts: each is handled, in order.
+	var alerts []string
+	for i := 0; i < 7; i++ {
+		alerts = append(alerts, fmt.Sprintf(`{"status":"firing","labels":{"alertname":"QueueBuilding","model_name":"qwen-7b","pod":"qwen-7b-%d"},`+
+			`"annotations":{},"startsAt":"2026-11-30T04:50:0%dZ","endsAt":"0001-01-01T00:00:00Z","fingerprint":"bbbb00000000000%d"}`, i%2, i, i))
+	}
+	rep = decodeReply(t, f.postAlert(t, `{"version":"4","status":"firing","alerts":[`+strings.Join(alerts, ",")+`]}`, alertToken))
+	ids := map[int64]bool{}
+	for i, a := range rep.Alerts {
+		if a.Status != "opened" || a.Fingerprint != fmt.Sprintf("bbbb00000000000%d", i) {
+			t.Errorf("alert %d: %+v", i, a)
+		}
+		ids[a.IncidentID] = true
+	}
+	if len(rep.Alerts) != 7 || len(ids) != 7 {
+		t.Errorf("7 alerts gave %d results and %d incidents", len(rep.Alerts), len(ids))
+	}
+
 	rep = decodeReply(t, f.postAlert(t, alertBody("firing", "ffff000011112222", "", "", "GPU hot", ""), alertToken))
 	if rep.Alerts[0].Status != "skipped" || !strings.Contains(rep.Alerts[0].Reason, "model_name") {
 		t.Errorf("alert without a model: %+v", rep)
