@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"log/slog"
+	"math"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
@@ -116,7 +117,11 @@ func TestDemoCatalog(t *testing.T) {
 				if msg := m.Check(v); msg != "" {
 					t.Errorf("%s %s", m.ID, msg)
 				}
+				if lo, hi := plausible(m); v < lo || v > hi {
+					t.Errorf("%s = %g %s, outside the plausible %g..%g", m.ID, v, m.Unit, lo, hi)
+				}
 			}
+			t.Logf("current: %v", snap.Current)
 			if len(snap.History) != historyPoints {
 				t.Errorf("history has %d points, want %d", len(snap.History), historyPoints)
 			}
@@ -187,4 +192,33 @@ func TestDemoWithTargets(t *testing.T) {
 			t.Errorf("source failing: %+v", s)
 		}
 	}
+}
+
+// plausible returns the range a healthy demo cluster's value of m lies in,
+// by unit: wide enough for load swings, narrow enough to catch a wrong unit
+// or a broken expression (seconds as ms, a counter read as a rate).
+func plausible(m metrics.Metric) (lo, hi float64) {
+	switch m.Unit {
+	case "ms":
+		return 0.1, 600_000
+	case "req/s":
+		return 0.01, 100_000
+	case "tok/s":
+		return 1, 10_000_000
+	case "count":
+		return 0, 100_000
+	case "tokens":
+		return 1, 1_000_000
+	case "ratio":
+		return 0, 1
+	case "MHz":
+		return 100, 5_000
+	case "W":
+		return 10, 2_000
+	case "C":
+		return 10, 110
+	case "1/s":
+		return 0, 10_000
+	}
+	return math.Inf(-1), math.Inf(1)
 }
