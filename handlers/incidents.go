@@ -344,11 +344,27 @@ func incidentID(c echo.Context) (int64, error) {
 	return id, nil
 }
 
-// archiveError maps store sentinels to HTTP errors.
+// notFoundText says what was missing, by the parameter that named it.
+var notFoundText = map[string]string{
+	"id":      "There is no incident with this number.",
+	"verdict": "There is no incident with this number.",
+	"body":    "There is no incident with this number.",
+	"by":      "There is no incident with this number.",
+	"token":   "This share link is unknown, expired or revoked.",
+	"cause":   "The knowledge base has no such cause.",
+	"share":   "This incident has no such share link.",
+}
+
+// archiveError maps store sentinels to HTTP errors; param names the input
+// that was wrong or missing.
 func archiveError(err error, param string) error {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return echo.NewHTTPError(http.StatusNotFound, "not found").SetInternal(err)
+		msg, ok := notFoundText[param]
+		if !ok {
+			msg = "Not found."
+		}
+		return echo.NewHTTPError(http.StatusNotFound, msg).SetInternal(err)
 	case errors.Is(err, store.ErrInvalid):
 		msg := err.Error()
 		if i := strings.Index(msg, store.ErrInvalid.Error()+": "); i >= 0 {

@@ -328,7 +328,7 @@ func TestShareLinks(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"00000000000000000000000000000000", "short", url.PathEscape("'); DROP TABLE share_links;--")} {
-		if r := f.do(t, http.MethodGet, "/share/"+bad, nil, nil); r.status != 404 {
+		if r := f.do(t, http.MethodGet, "/share/"+bad, nil, nil); r.status != 404 || !strings.Contains(r.body, "unknown, expired or revoked") {
 			t.Errorf("token %q: %d, want 404", bad, r.status)
 		}
 	}
@@ -367,11 +367,11 @@ func TestArchivePages(t *testing.T) {
 		{"/incidents?from=yesterday", 400, []string{`from`}},
 		{"/incidents?limit=0", 400, []string{`limit`}},
 		{"/incidents/abc", 400, []string{`id`}},
-		{"/incidents/999", 404, nil},
+		{"/incidents/999", 404, []string{"There is no incident with this number."}},
 		{"/accuracy", 200, []string{`data-testid="accuracy-overall"`, `100% correct`, `1 of 1`, `78%`, `data-testid="confusion"`, `data-testid="chart-accuracy-trend"`}},
 		{"/kb", 200, []string{`data-testid="kb-list"`, `data-cause="kv_cache_eviction"`, `/kb/kv_cache_eviction`}},
 		{"/kb/kv_cache_eviction", 200, []string{`data-testid="cause-title"`, `data-testid="cause-cases"`, `KV storm`, `data-testid="cause-actions"`, `100%`}},
-		{"/kb/no_such_cause", 404, nil},
+		{"/kb/no_such_cause", 404, []string{"no such cause"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
