@@ -50,14 +50,20 @@ func BenchmarkDetectorMinute(b *testing.B) {
 	for s := range names {
 		names[s] = fmt.Sprintf("series_%d", s)
 	}
-	// Warm every series with the same history, then stagger the next
-	// refit so that 1/60 of the series refit each minute.
+	// Warm one series with the history and copy its state to the others,
+	// staggering their last refit so that 1/60 of them refit each minute.
+	for _, p := range hist {
+		d.Observe(names[0], p.T, p.V)
+	}
+	proto := d.series[names[0]]
 	for s := range names {
-		for _, p := range hist {
-			d.Observe(names[s], p.T, p.V)
-		}
-		st := d.series[names[s]]
+		st := *proto
+		st.hist = append([]point(nil), proto.hist...)
+		st.diffs = append([]int64(nil), proto.diffs...)
+		st.local.pts = append([]obs(nil), proto.local.pts...)
+		st.calib.pts = append([]obs(nil), proto.calib.pts...)
 		st.fittedAt = hist[len(hist)-1].T.Unix() - int64(s%60)*60
+		d.series[names[s]] = &st
 	}
 	last := hist[len(hist)-1].T
 	b.ResetTimer()

@@ -2,6 +2,7 @@ package forecast
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -51,8 +52,14 @@ func ReadCSV(r io.Reader, limit int64) ([]metrics.Sample, error) {
 	if limit <= 0 {
 		limit = MaxCSVBytes
 	}
-	lr := &io.LimitedReader{R: r, N: limit + 1}
-	sc := bufio.NewScanner(lr)
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("forecast: read csv: %w", err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%w of %d bytes", ErrTooLarge, limit)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	var out []metrics.Sample
 	line := 0
@@ -87,9 +94,6 @@ func ReadCSV(r io.Reader, limit int64) ([]metrics.Sample, error) {
 			}
 		}
 		out = append(out, metrics.Sample{T: t, V: v})
-	}
-	if lr.N <= 0 {
-		return nil, fmt.Errorf("%w of %d bytes", ErrTooLarge, limit)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("forecast: csv line %d: %w", line+1, err)

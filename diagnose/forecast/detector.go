@@ -30,8 +30,19 @@ type DetectorOptions struct {
 	// ShiftPoints is how many points in a row outside the band on one side
 	// count as a persistent level shift rather than an anomaly; the series
 	// is then refitted on the new level and any alert ends with a message
-	// saying so (default 120).
+	// saying so (default 240: four hours at 1-minute data).
 	ShiftPoints int
+	// LocalWindow is how many recent points, taken while no alert is
+	// open, give the local correction: the median of their forecast
+	// errors is added to the forecast, so a series that runs a little
+	// above or below its seasonal shape for hours does not alert on it
+	// (default 60; negative turns the correction off).
+	LocalWindow int
+	// CalibrationWindow is how many recent one-step-ahead errors calibrate
+	// the band: when their robust spread exceeds the model's in-sample
+	// standard error, the band widens by the ratio, up to 4 times
+	// (default 1440; negative turns calibration off).
+	CalibrationWindow int
 	// Model configures the fits. Its AbsFloor, when zero, comes from the
 	// metric's unit.
 	Model Options
@@ -55,7 +66,13 @@ func (o DetectorOptions) withDefaults() DetectorOptions {
 		o.Warmup = 30
 	}
 	if o.ShiftPoints <= 0 {
-		o.ShiftPoints = 120
+		o.ShiftPoints = 240
+	}
+	if o.LocalWindow == 0 {
+		o.LocalWindow = 60
+	}
+	if o.CalibrationWindow == 0 {
+		o.CalibrationWindow = 1440
 	}
 	if o.ShiftPoints <= o.Consecutive {
 		o.ShiftPoints = o.Consecutive + 1
@@ -161,6 +178,37 @@ type seriesState struct {
 	outVals  []float64
 	alertDir metrics.Direction
 	stats    Stats
+
+	// Local correction and calibration, fed while no alert is open.
+	local    ring // recent points
+	localErr []float64
+	offset   float64
+	calib    ring // standardised one-step-ahead errors
+	inflate  float64
+}
+
+// obs is a point with its error against the current model.
+type obs struct {
+	t    int64
+	v, e float64
+}
+
+// ring is a fixed-capacity ring of recent observations.
+type ring struct {
+	pts  []obs
+	next int
+}
+
+func (r *ring) add(p obs, capacity int) {
+	if capacity <= 0 {
+		return
+	}
+	if len(r.pts) < capacity {
+		r.pts = append(r.pts, p)
+		return
+	}
+	r.pts[r.next] = p
+	r.next = (r.next + 1) % capacity
 }
 
 // Stats returns the input counters of one metric.
@@ -243,14 +291,19 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	}
 	st.last, st.hasLast = sec, true
 	st.stats.Points++
-	defer st.append(point{sec, v}, d.opts.History)
+	defer func() { st.append(point{t: sec, v: v, anom: st.firing}, d.opts.History) }()
 
 	d.maybeRefit(st, sec)
 	if st.model == nil || len(st.hist)-st.head < d.opts.Warmup {
 		return Alert{}, false
 	}
 	at := time.Unix(sec, 0).UTC()
-	f, lo, hi := st.model.Predict(at)
+	if st.inflate == 0 {
+		st.inflate = 1
+	}
+	f, hw := st.model.band(sec, st.offset, st.inflate)
+	lo, hi := f-hw, f+hw
+	defer d.learn(st, sec, v, f, hw)
 	side := 0
 	switch {
 	case v > hi:
@@ -258,7 +311,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	case v < lo:
 		side = -1
 	}
-	se := st.model.StdErr(at)
+	se := st.model.sigmaAtSec(sec) * st.inflate
 	z := 0.0
 	if se > 0 {
 		z = (v - f) / se
@@ -349,6 +402,11 @@ func (d *Detector) absorbShift(st *seriesState, sec int64, v float64) string {
 	if oldLevel != 0 && newLevel != 0 && (oldLevel > 0) == (newLevel > 0) {
 		ratio = math.Max(newLevel/oldLevel, oldLevel/newLevel)
 	}
+	for i := st.head; i < len(st.hist); i++ {
+		if st.hist[i].t >= st.outStart {
+			st.hist[i].anom = false
+		}
+	}
 	var msg string
 	if ratio >= 5 || math.IsInf(ratio, 1) && oldLevel != 0 {
 		// Keep only the points since the shift.
@@ -359,6 +417,7 @@ func (d *Detector) absorbShift(st *seriesState, sec int64, v float64) string {
 			}
 		}
 		st.hist, st.head, st.shifts = kept, 0, nil
+		st.local, st.calib, st.offset, st.inflate = ring{}, ring{}, 0, 1
 		msg = fmt.Sprintf("scale change since %s: level %.6g -> %.6g (unit change?); forecast restarted from the new data",
 			start.Format(time.RFC3339), oldLevel, newLevel)
 	} else {
@@ -429,6 +488,18 @@ func (d *Detector) maybeRefit(st *seriesState, sec int64) {
 
 func (d *Detector) refit(st *seriesState, sec int64) {
 	pts := st.hist[st.head:]
+	for _, p := range pts {
+		if p.anom {
+			clean := make([]point, 0, len(pts))
+			for _, q := range pts {
+				if !q.anom {
+					clean = append(clean, q)
+				}
+			}
+			pts = clean
+			break
+		}
+	}
 	if len(pts) == 0 {
 		st.model = nil
 		return
@@ -438,6 +509,59 @@ func (d *Detector) refit(st *seriesState, sec int64) {
 	st.model = fitSorted(pts, opts.withDefaults())
 	st.fittedAt, st.fitN = sec, len(pts)
 	st.stats.Refits++
+	d.recalibrate(st)
+}
+
+// learn feeds the calibration with the point's one-step-ahead error, and
+// the local correction too when the point is inside the band, unless an
+// alert is open (an anomaly must not teach the detector that it is
+// normal, and a departure in the good direction must not move the band
+// so that the return to normal looks like one in the bad direction).
+func (d *Detector) learn(st *seriesState, sec int64, v, f, hw float64) {
+	if st.firing || st.model == nil {
+		return
+	}
+	if v >= f-hw && v <= f+hw {
+		st.local.add(obs{sec, v, v - f + st.offset}, d.opts.LocalWindow)
+	}
+	if se := st.model.sigmaAtSec(sec); se > 0 {
+		st.calib.add(obs{sec, v, (v - f) / se}, d.opts.CalibrationWindow)
+	}
+	st.updateOffset()
+}
+
+// updateOffset sets the local correction to the median error of the
+// recent points.
+func (st *seriesState) updateOffset() {
+	if len(st.local.pts) < 5 {
+		st.offset = 0
+		return
+	}
+	st.localErr = st.localErr[:0]
+	for _, p := range st.local.pts {
+		st.localErr = append(st.localErr, p.e)
+	}
+	st.offset = medianInPlace(st.localErr)
+}
+
+// recalibrate re-expresses the local errors against a new model and sets
+// the band inflation from the recent one-step-ahead errors (their robust
+// spread in units of the model's standard error, at least 1).
+func (d *Detector) recalibrate(st *seriesState) {
+	var buf [64]float64
+	for i, p := range st.local.pts {
+		st.local.pts[i].e = p.v - st.model.mean(p.t, buf[:])
+	}
+	st.updateOffset()
+	st.inflate = 1
+	if n := len(st.calib.pts); n >= 120 {
+		u := make([]float64, n)
+		for i, p := range st.calib.pts {
+			u[i] = p.e
+		}
+		s := tailScale(u, median(u))
+		st.inflate = math.Min(math.Max(s, 1), 4)
+	}
 }
 
 // Group is the anomalies of one scope that fired in the same minute.

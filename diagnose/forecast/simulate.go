@@ -189,7 +189,7 @@ func simulateOne(m metrics.Metric, rng *rand.Rand, opts SimOptions, evalFrom tim
 	}
 	burst := make([]float64, n)
 	for i := 0; i < n; {
-		i += 1 + int(rng.ExpFloat64()/(opts.BurstsPerDay*perStep))
+		i += 3 + int(rng.ExpFloat64()/(opts.BurstsPerDay*perStep)) // bursts do not touch
 		if i >= n {
 			break
 		}

@@ -1,0 +1,358 @@
+package forecast
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/metrics"
+)
+
+// feed plays samples into a detector under metric and returns its events.
+func feed(d *Detector, metric string, s []metrics.Sample) []Alert {
+	var out []Alert
+	for _, p := range s {
+		if a, ok := d.Observe(metric, p.T, p.V); ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func count(alerts []Alert, state State) int {
+	n := 0
+	for _, a := range alerts {
+		if a.State == state {
+			n++
+		}
+	}
+	return n
+}
+
+// history is three days of a daily-seasonal series at 1-minute steps.
+func history(level, noise float64, seed uint64) []metrics.Sample {
+	return gen(3*1440, time.Minute, noise, seed, func(t time.Time) float64 {
+		return level * (1 + 0.2*math.Sin(2*math.Pi*float64(t.Unix()%86400)/86400))
+	})
+}
+
+// after returns n further points of the same series with f applied to
+// the point index and value.
+func after(h []metrics.Sample, n int, level, noise float64, seed uint64, f func(i int, v float64) float64) []metrics.Sample {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	last := h[len(h)-1].T
+	out := make([]metrics.Sample, n)
+	for i := range out {
+		t := last.Add(time.Duration(i+1) * time.Minute)
+		v := level*(1+0.2*math.Sin(2*math.Pi*float64(t.Unix()%86400)/86400)) + noise*rng.NormFloat64()
+		out[i] = metrics.Sample{T: t, V: f(i, v)}
+	}
+	return out
+}
+
+func TestDetectorDirections(t *testing.T) {
+	step := func(size float64) func(i int, v float64) float64 {
+		return func(i int, v float64) float64 {
+			if i >= 30 && i < 60 {
+				return v + size
+			}
+			return v
+		}
+	}
+	tests := []struct {
+		name      string
+		metric    string // TPOT is bad up, throughput bad down, running_seqs both
+		size      float64
+		wantFired int
+	}{
+		{"TPOT up: alert", metrics.TPOT, 30, 1},
+		{"TPOT down: good direction, no alert", metrics.TPOT, -30, 0},
+		{"throughput down: alert", metrics.ThroughputRPS, -30, 1},
+		{"throughput up: no alert", metrics.ThroughputRPS, 30, 0},
+		{"running_seqs up: both, alert", metrics.RunningSeqs, 30, 1},
+		{"running_seqs down: both, alert", metrics.RunningSeqs, -30, 1},
+		{"unknown metric: both ways", "my_metric", -30, 1},
+		{"TPOT tiny step inside the band: no alert", metrics.TPOT, 1, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := history(100, 1, 1)
+			d := NewDetector(DetectorOptions{})
+			if a := feed(d, tc.metric, h); count(a, Firing) != 0 {
+				t.Fatalf("alerts on clean history: %v", a)
+			}
+			events := feed(d, tc.metric, after(h, 120, 100, 1, 2, step(tc.size)))
+			if got := count(events, Firing); got != tc.wantFired {
+				t.Fatalf("fired %d alerts, want %d: %v", got, tc.wantFired, events)
+			}
+			if tc.wantFired == 0 {
+				return
+			}
+			fired := events[0]
+			wantDir := metrics.Up
+			if tc.size < 0 {
+				wantDir = metrics.Down
+			}
+			if fired.Direction != wantDir || fired.Metric != tc.metric {
+				t.Errorf("alert = %+v, want direction %s", fired, wantDir)
+			}
+			// The step starts at index 30 (minute 31): the third point
+			// in a row fires.
+			start := h[len(h)-1].T.Add(31 * time.Minute)
+			if !fired.Start.Equal(start) || fired.At.Sub(fired.Start) != 2*time.Minute {
+				t.Errorf("alert start %s at %s, want start %s and firing two minutes later", fired.Start, fired.At, start)
+			}
+			if count(events, Resolved) != 1 {
+				t.Errorf("want the alert resolved after the step: %v", events)
+			}
+		})
+	}
+}
+
+func TestDetectorNeedsKConsecutive(t *testing.T) {
+	tests := []struct {
+		name        string
+		consecutive int
+		spike       int // points in a row beyond the band
+		want        int
+	}{
+		{"K=3, two points: none", 3, 2, 0},
+		{"K=3, three points: one", 3, 3, 1},
+		{"K=1, one point: one", 1, 1, 1},
+		{"K=5, four points: none", 5, 4, 0},
+		{"K=5, five points: one", 5, 5, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := history(100, 1, 3)
+			d := NewDetector(DetectorOptions{Consecutive: tc.consecutive})
+			feed(d, metrics.TPOT, h)
+			ev := feed(d, metrics.TPOT, after(h, 60, 100, 1, 4, func(i int, v float64) float64 {
+				if i >= 20 && i < 20+tc.spike {
+					return v + 50
+				}
+				return v
+			}))
+			if got := count(ev, Firing); got != tc.want {
+				t.Errorf("fired %d, want %d: %v", got, tc.want, ev)
+			}
+		})
+	}
+}
+
+func TestDetectorNoStorms(t *testing.T) {
+	base := t0
+	constant := func(n int, v float64) []metrics.Sample {
+		s := make([]metrics.Sample, n)
+		for i := range s {
+			s[i] = metrics.Sample{T: base.Add(time.Duration(i) * time.Minute), V: v}
+		}
+		return s
+	}
+	tests := []struct {
+		name    string
+		metric  string
+		samples func() []metrics.Sample
+		// maxFired bounds the alerts; maxEvents bounds every event.
+		maxFired, maxEvents int
+		check               func(t *testing.T, d *Detector, ev []Alert)
+	}{
+		{"constant series", metrics.TPOT, func() []metrics.Sample { return constant(3*1440, 25) }, 0, 0, nil},
+		{"constant with a wiggle below the floors", metrics.TPOT, func() []metrics.Sample {
+			s := constant(3*1440, 25)
+			for i := range s {
+				if i%7 == 0 {
+					s[i].V = 25.3
+				}
+			}
+			return s
+		}, 0, 0, nil},
+		{"constant zero with a one-count blip", metrics.QueueDepth, func() []metrics.Sample {
+			s := constant(2*1440, 0)
+			for i := 1000; i < 1010; i++ {
+				s[i].V = 1
+			}
+			return s
+		}, 0, 0, nil},
+		{"NaN and infinities", metrics.TPOT, func() []metrics.Sample {
+			s := history(25, 0.5, 5)
+			for i := range s {
+				if i%3 == 0 {
+					s[i].V = math.NaN()
+				}
+				if i%101 == 0 {
+					s[i].V = math.Inf(1)
+				}
+			}
+			return s
+		}, 0, 0, func(t *testing.T, d *Detector, _ []Alert) {
+			if st := d.Stats(metrics.TPOT); st.NaN < 1440 {
+				t.Errorf("stats %+v: want the NaN counted", st)
+			}
+		}},
+		{"duplicates and unordered", metrics.TPOT, func() []metrics.Sample {
+			s := history(25, 0.5, 6)
+			var out []metrics.Sample
+			for i, p := range s {
+				out = append(out, p)
+				if i%5 == 0 {
+					out = append(out, metrics.Sample{T: p.T, V: 900}) // duplicate timestamp, wild value
+				}
+				if i%7 == 0 && i > 10 {
+					out = append(out, metrics.Sample{T: s[i-10].T, V: 900}) // late point
+				}
+			}
+			return out
+		}, 0, 0, func(t *testing.T, d *Detector, _ []Alert) {
+			if st := d.Stats(metrics.TPOT); st.OutOfOrder < 1000 {
+				t.Errorf("stats %+v: want the duplicates counted", st)
+			}
+		}},
+		{"gaps", metrics.TPOT, func() []metrics.Sample {
+			s := history(25, 0.5, 7)
+			var out []metrics.Sample
+			for i, p := range s {
+				if (i/200)%3 != 2 { // 400 minutes on, 200 off
+					out = append(out, p)
+				}
+			}
+			return out
+		}, 0, 0, func(t *testing.T, d *Detector, _ []Alert) {
+			if st := d.Stats(metrics.TPOT); st.Gaps < 6 {
+				t.Errorf("stats %+v: want the gaps counted", st)
+			}
+		}},
+		{"unit change seconds to milliseconds", metrics.TPOT, func() []metrics.Sample {
+			s := history(0.025, 0.0005, 8)
+			for i := 1440; i < len(s); i++ {
+				s[i].V *= 1000
+			}
+			return s
+		}, 1, 2, func(t *testing.T, d *Detector, ev []Alert) {
+			if len(ev) != 2 || ev[1].State != Resolved || !strings.Contains(ev[1].Message, "scale change") {
+				t.Fatalf("want one alert ended by a scale-change message, got %v", ev)
+			}
+			if d.Firing(metrics.TPOT) {
+				t.Error("still firing after the scale change")
+			}
+		}},
+		{"persistent level shift up", metrics.TPOT, func() []metrics.Sample {
+			s := history(25, 0.5, 9)
+			for i := 2 * 1440; i < len(s); i++ {
+				s[i].V += 5
+			}
+			return s
+		}, 1, 2, func(t *testing.T, d *Detector, ev []Alert) {
+			if len(ev) != 2 || !strings.Contains(ev[1].Message, "level shift") {
+				t.Fatalf("want one alert ended by a level-shift message, got %v", ev)
+			}
+		}},
+		{"level shift in the good direction", metrics.TPOT, func() []metrics.Sample {
+			s := history(25, 0.5, 10)
+			for i := 2 * 1440; i < len(s); i++ {
+				s[i].V -= 5
+			}
+			return s
+		}, 0, 1, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := NewDetector(DetectorOptions{})
+			ev := feed(d, tc.metric, tc.samples())
+			if got := count(ev, Firing); got > tc.maxFired {
+				t.Errorf("fired %d alerts, want at most %d: %v", got, tc.maxFired, ev)
+			}
+			if len(ev) > tc.maxEvents {
+				t.Errorf("%d events, want at most %d: %v", len(ev), tc.maxEvents, ev)
+			}
+			if tc.check != nil {
+				tc.check(t, d, ev)
+			}
+		})
+	}
+}
+
+func TestDetectorInfersInterval(t *testing.T) {
+	tests := []struct {
+		step time.Duration
+	}{{time.Minute}, {5 * time.Minute}, {30 * time.Second}, {time.Hour}}
+	for _, tc := range tests {
+		t.Run(tc.step.String(), func(t *testing.T) {
+			d := NewDetector(DetectorOptions{})
+			feed(d, "x", gen(500, tc.step, 1, 1, func(time.Time) float64 { return 10 }))
+			if got := d.Interval("x"); got != tc.step {
+				t.Errorf("interval = %s, want %s", got, tc.step)
+			}
+		})
+	}
+}
+
+func TestGroupAlerts(t *testing.T) {
+	a := metrics.Scope{Model: "llama", Instance: "llama-0"}
+	b := metrics.Scope{Model: "llama", Instance: "llama-1"}
+	at := t0.Add(10 * time.Minute)
+	in := []Alert{
+		{Scope: a, Metric: metrics.TPOT, State: Firing, At: at.Add(5 * time.Second)},
+		{Scope: a, Metric: metrics.DRAMActive, State: Firing, At: at.Add(40 * time.Second)},
+		{Scope: b, Metric: metrics.TPOT, State: Firing, At: at},
+		{Scope: a, Metric: metrics.ThroughputRPS, State: Firing, At: at.Add(time.Minute)},
+		{Scope: a, Metric: metrics.QueueDepth, State: Resolved, At: at},
+	}
+	got := GroupAlerts(in)
+	want := []struct {
+		scope   metrics.Scope
+		minute  time.Time
+		metrics string
+	}{
+		{a, at, "dram_active,tpot_ms"},
+		{b, at, "tpot_ms"},
+		{a, at.Add(time.Minute), "throughput_rps"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %d groups, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		if got[i].Scope != w.scope || !got[i].Minute.Equal(w.minute) || strings.Join(got[i].Metrics, ",") != w.metrics {
+			t.Errorf("group %d = %v %s %v, want %v %s %s", i, got[i].Scope, got[i].Minute, got[i].Metrics, w.scope, w.minute, w.metrics)
+		}
+	}
+}
+
+func TestCacheRefitsWhenOld(t *testing.T) {
+	c := NewCache(CacheOptions{MaxAge: time.Hour, Size: 2})
+	calls := 0
+	hist := func() ([]metrics.Sample, error) {
+		calls++
+		return history(10, 0.1, 1), nil
+	}
+	now := t0
+	steps := []struct {
+		key       string
+		at        time.Duration
+		wantCalls int
+	}{
+		{"a", 0, 1},
+		{"a", 30 * time.Minute, 1},
+		{"a", 61 * time.Minute, 2},
+		{"b", 62 * time.Minute, 3},
+		{"c", 63 * time.Minute, 4}, // evicts a, the least recently used
+		{"b", 64 * time.Minute, 4},
+		{"a", 65 * time.Minute, 5},
+	}
+	for _, s := range steps {
+		if _, err := c.Get(s.key, now.Add(s.at), hist); err != nil {
+			t.Fatal(err)
+		}
+		if calls != s.wantCalls {
+			t.Fatalf("after Get(%s, +%s): %d fits, want %d", s.key, s.at, calls, s.wantCalls)
+		}
+	}
+	if c.Len() != 2 {
+		t.Errorf("len = %d, want 2", c.Len())
+	}
+	if _, err := c.Get("empty", now, func() ([]metrics.Sample, error) { return nil, nil }); err == nil {
+		t.Error("want an error for a series with no data")
+	}
+}
