@@ -32,6 +32,7 @@ type Store struct {
 	w     *sql.DB
 	r     *sql.DB
 	opens *opener // group commit of OpenIncident
+	dsn   string  // base DSN, for short-lived extra connections
 }
 
 // Open opens (creating if needed) the archive at path, applies every pending
@@ -54,7 +55,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
-	s := &Store{w: w}
+	s := &Store{w: w, dsn: base}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err

@@ -566,3 +566,32 @@ func TestOpenIncidentGroupCommit(t *testing.T) {
 		t.Errorf("cancelled open: %v, want context.Canceled", err)
 	}
 }
+
+func TestBackup(t *testing.T) {
+	ctx := context.Background()
+	s := openTest(t)
+	inc := mustOpen(t, s, newIncident("backed up", 0, nil), newDiagnosis(metrics.CauseQueueBacklog, "v1"))
+	if _, err := s.AddNote(ctx, store.NewNote{IncidentID: inc.ID, Author: "ana", Body: "searchable after restore"}); err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(t.TempDir(), "backup.db")
+	if err := s.Backup(ctx, dst); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Backup(ctx, dst); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("backup over an existing file: %v, want ErrConflict", err)
+	}
+	restored, err := store.Open(ctx, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restored.Close()
+	p, err := restored.Page(ctx, inc.ID)
+	if err != nil || p.Incident.Title != "backed up" || len(p.Notes) != 1 || len(p.Incident.Windows) != 1 {
+		t.Fatalf("restored page = %+v, %v", p, err)
+	}
+	found, err := restored.List(ctx, store.ListFilter{Query: "restore"})
+	if err != nil || len(found.Items) != 1 {
+		t.Errorf("search in the backup: %d results, %v", len(found.Items), err)
+	}
+}
