@@ -16,8 +16,8 @@ const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 	"frame-ancestors 'none'; base-uri 'none'"
 
 // useMiddleware installs the ordered stack: recover, request ID, request
-// logging, request metrics, secure headers, cross-origin protection, body
-// limit, timeout.
+// logging, request metrics, secure headers, cross-origin protection,
+// compression, body limit, timeout.
 func useMiddleware(e *echo.Echo, opts Options, om *observability) {
 	log := opts.Logger
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
@@ -70,6 +70,12 @@ func useMiddleware(e *echo.Echo, opts Options, om *observability) {
 		ReferrerPolicy:        "same-origin",
 	}))
 	e.Use(crossOrigin())
+	// Live pages carry chart data for the hover read-out; gzip shrinks them
+	// about fourfold. /metrics compresses itself.
+	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{
+		Level:   5,
+		Skipper: func(c echo.Context) bool { return c.Path() == "/metrics" },
+	}))
 	e.Use(middleware.BodyLimit(opts.BodyLimit))
 	e.Use(middleware.ContextTimeout(opts.RequestTimeout))
 }

@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"compress/gzip"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -68,3 +70,31 @@ func TestNotFoundKeepsTheHandlersMessage(t *testing.T) {
 type routeFunc func(g *echo.Group)
 
 func (f routeFunc) Register(g *echo.Group) { f(g) }
+
+func TestPagesAreCompressedOnce(t *testing.T) {
+	tel := handlerstest.NewTelemetry(handlerstest.Options{Span: 6 * time.Hour})
+	srv := web.New(web.Options{Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{}, Now: func() time.Time { return tel.End }})
+	for _, tc := range []struct {
+		path string
+		want string // in the body after one gunzip
+	}{
+		{"/scopes/qwen-7b?range=6h", `data-testid="waterfall"`},
+		{"/metrics", "# HELP casebook_http_request_duration_seconds"},
+	} {
+		req := httptest.NewRequest(http.MethodGet, tc.path, nil)
+		req.Header.Set("Accept-Encoding", "gzip")
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK || rec.Header().Get("Content-Encoding") != "gzip" {
+			t.Fatalf("GET %s: %d, Content-Encoding %q", tc.path, rec.Code, rec.Header().Get("Content-Encoding"))
+		}
+		zr, err := gzip.NewReader(rec.Body)
+		if err != nil {
+			t.Fatalf("GET %s: %v", tc.path, err)
+		}
+		body, err := io.ReadAll(zr)
+		if err != nil || !strings.Contains(string(body), tc.want) {
+			t.Errorf("GET %s: body after one gunzip lacks %q (%v)", tc.path, tc.want, err)
+		}
+	}
+}
