@@ -229,6 +229,10 @@ func (h *Incidents) Open(ctx context.Context, scope metrics.Scope, tr Trigger, s
 	return inc, created, nil
 }
 
+// completeWithin is how long after an incident's window ends its archived
+// windows are still completed from the metric source.
+const completeWithin = 24 * time.Hour
+
 // lastSample is the time of the latest archived sample.
 func lastSample(ws []metrics.Series) time.Time {
 	var last time.Time
@@ -257,7 +261,12 @@ func sampleCount(ws []metrics.Series) int {
 func (h *Incidents) completeWindows(ctx context.Context, inc *store.Incident) {
 	now := h.d.Now().UTC()
 	last := lastSample(inc.Windows)
-	if !last.Before(inc.WindowEnd.Add(-2*h.d.Step)) || now.Sub(last) < 2*h.d.Step {
+	switch {
+	case !last.Before(inc.WindowEnd.Add(-2 * h.d.Step)): // complete
+		return
+	case now.Sub(last) < 2*h.d.Step: // nothing new yet
+		return
+	case now.Sub(inc.WindowEnd) > completeWithin: // the source has likely moved on; keep what is archived
 		return
 	}
 	end := inc.WindowEnd
