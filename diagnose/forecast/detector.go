@@ -24,6 +24,11 @@ type DetectorOptions struct {
 	// History is how much past data each series keeps for fitting
 	// (default 14 days: two weekly cycles).
 	History time.Duration
+	// MaxPoints caps the history per series whatever its sampling rate
+	// (default 40,320: four weeks at 1-minute data, 11 hours at 1-second
+	// data), which bounds memory at about 1 MiB and a refit at about
+	// 15 ms per series.
+	MaxPoints int
 	// Warmup is the number of points a series needs before it can alert
 	// (default 30).
 	Warmup int
@@ -61,6 +66,9 @@ func (o DetectorOptions) withDefaults() DetectorOptions {
 	}
 	if o.History <= 0 {
 		o.History = 14 * Day
+	}
+	if o.MaxPoints <= 0 {
+		o.MaxPoints = 40320
 	}
 	if o.Warmup <= 0 {
 		o.Warmup = 30
@@ -291,7 +299,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	}
 	st.last, st.hasLast = sec, true
 	st.stats.Points++
-	defer func() { st.append(point{t: sec, v: v, anom: st.firing}, d.opts.History) }()
+	defer func() { st.append(point{t: sec, v: v, anom: st.firing}, d.opts.History, d.opts.MaxPoints) }()
 
 	d.maybeRefit(st, sec)
 	if st.model == nil || len(st.hist)-st.head < d.opts.Warmup {
@@ -459,11 +467,14 @@ func (d *Detector) Interval(metric string) time.Duration {
 	return 0
 }
 
-func (st *seriesState) append(p point, keep time.Duration) {
+func (st *seriesState) append(p point, keep time.Duration, maxPoints int) {
 	st.hist = append(st.hist, p)
 	cut := p.t - int64(keep/time.Second)
 	for st.head < len(st.hist) && st.hist[st.head].t < cut {
 		st.head++
+	}
+	if n := len(st.hist) - st.head; n > maxPoints {
+		st.head += n - maxPoints
 	}
 	if st.head > 1024 && st.head > len(st.hist)/2 {
 		n := copy(st.hist, st.hist[st.head:])
@@ -488,8 +499,12 @@ func (d *Detector) maybeRefit(st *seriesState, sec int64) {
 
 func (d *Detector) refit(st *seriesState, sec int64) {
 	pts := st.hist[st.head:]
+	// A seasonal model leaves alert periods out of its refits; a younger
+	// one learns from everything it has, so that a poor early forecast
+	// cannot keep itself alive.
+	mature := st.model != nil && st.model.Kind() == KindSeasonal
 	for _, p := range pts {
-		if p.anom {
+		if p.anom && mature {
 			clean := make([]point, 0, len(pts))
 			for _, q := range pts {
 				if !q.anom {

@@ -356,3 +356,26 @@ func TestCacheRefitsWhenOld(t *testing.T) {
 		t.Error("want an error for a series with no data")
 	}
 }
+
+func TestDetectorBoundsHistory(t *testing.T) {
+	tests := []struct {
+		name      string
+		opts      DetectorOptions
+		n         int
+		step      time.Duration
+		wantAtMst int
+	}{
+		{"by points", DetectorOptions{MaxPoints: 500}, 3000, time.Second, 500},
+		{"by age", DetectorOptions{History: time.Hour}, 3000, time.Minute, 61},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := NewDetector(tc.opts)
+			feed(d, "x", gen(tc.n, tc.step, 1, 1, func(time.Time) float64 { return 10 }))
+			st := d.series["x"]
+			if got := len(st.hist) - st.head; got > tc.wantAtMst || got < tc.wantAtMst-2 {
+				t.Errorf("history holds %d points, want %d", got, tc.wantAtMst)
+			}
+		})
+	}
+}

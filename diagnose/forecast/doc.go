@@ -6,29 +6,39 @@
 //
 // Fit builds a Prophet-style additive model of one series,
 //
-//	y(t) = level + trend(t) + steps(t) + daily(t) + weekly(t) + noise,
+//	y(t) = level + trend(t) + steps(t) + daily(t) + weekly(t) + weekend(t) + noise,
 //
-// where the trend is piecewise linear with Changepoints (default 5) hinges
+// where the trend is piecewise linear with Changepoints (default 10) hinges
 // spread over the first 80% of the history, the steps are level shifts the
-// detector found, and the daily (6 Fourier pairs) and weekly (3 pairs)
-// cycles are in wall-clock time, so the sampling interval does not matter.
-// Values are standardised by their median and MAD, histories longer than
-// MaxRows (2,500) samples are reduced to medians of equal time bins, and
-// the coefficients are estimated by ridge-regularised least squares
-// (Gaussian priors: seasonal terms 1, changepoints 0.5, slope 5 standard
-// units) reweighted six times with Huber weights (k = 1.345), so anomalies
-// inside the history barely move the fit.
+// detector found, the daily (6 Fourier pairs) and weekly (3 pairs) cycles
+// are in wall-clock time (UTC), so the sampling interval does not matter,
+// and the weekend terms (a level and 4 daily pairs on Saturdays and
+// Sundays, once the history covers a week) let the weekend day have its
+// own shape. Values are standardised by their median and MAD, histories of
+// more than MaxRows (1,500) samples are reduced to medians of equal time
+// bins weighted by their counts, and the coefficients are estimated by
+// ridge-regularised least squares (Gaussian priors in standard units:
+// seasonal terms 1, changepoints 0.5, slope 5, steps 10) reweighted five
+// times with Huber weights (k = 1.345), so anomalies in the history barely
+// move the fit.
 //
-// The band is the forecast plus or minus Z (default 3) robust standard
-// errors: 1.4826 times the MAD of the residuals of every raw sample, per
-// hour of day when the spread varies over the day (shrunk towards the
-// overall value). The half-width never falls below RelFloor (2%) of the
-// forecast or AbsFloor, which the detector takes from the metric's unit
-// (UnitFloor: 0.5 ms, 0.005 for ratios, 1 count, 15 MHz ...).
+// The band is the forecast plus or minus Z (default 3) standard errors.
+// The standard error is read from the residuals of the raw samples of the
+// last week: the 90th percentile of their absolute deviation divided by
+// 1.645, which equals the standard deviation for normal noise, sees heavy
+// tails that the MAD misses, and is not moved far by up to 10% of
+// anomalous points; per hour of day when the spread varies over the day
+// (shrunk towards the overall value with a weight of 30 samples). The
+// half-width never falls below RelFloor (2%) of the forecast or AbsFloor,
+// which the detector takes from the metric's unit (UnitFloor: 0.5 ms, 0.005
+// for ratios, 1 count, 15 MHz ...), so a near-constant series does not
+// alert on every wiggle.
 //
 // The model degrades with short history: under MinSpan (3 h) it is a
-// robust level and spread; under a day a level and linear trend; under two
-// days it adds the daily cycle; from two days on it has every term.
+// robust level and spread; under a day a level and linear trend (held at
+// its last value rather than extrapolated); under two days it adds the
+// daily cycle; from two days on it has every term but the weekend ones,
+// which need a week.
 //
 // # The detector
 //
@@ -36,20 +46,34 @@
 // against a model fitted on earlier points only, and raises an alert when
 // Consecutive (default 3) points in a row leave the band in the metric's
 // bad direction (metrics.Metric.Bad; Both means either way). The alert ends
-// after as many points back in the band. Models are refitted every hour,
-// and while the history is young each time it doubles. NaN, duplicate and
-// out-of-order points are counted and skipped; a gap resets the run count;
-// a departure that persists for ShiftPoints (120) points is a level shift:
-// the series is refitted with a level step (or, for a change of scale such
-// as a unit change, restarted from the new data) and the event says so,
-// so a persistent change does not alert forever.
+// after as many points in a row back inside. Two corrections use the
+// detector's own one-step-ahead errors, taken only while no alert is open:
+// the median error of the last LocalWindow (60) in-band points is added to
+// the forecast, so a series running a little off its seasonal shape for
+// hours does not alert on that; and when the robust spread of the last
+// CalibrationWindow (1,440) errors exceeds the model's standard error, the
+// band widens by the ratio (at most 4 times).
+//
+// Models are refitted every hour (Refit), and while the history is young
+// each time it doubles; a seasonal model leaves the points observed during
+// alerts out of its refits. NaN, duplicate and out-of-order points are
+// counted and skipped; the sampling interval is the median of recent gaps,
+// and a gap of more than five intervals resets the run count; a departure
+// that persists for ShiftPoints (240) points on one side is a level shift:
+// the series is refitted with a level step (or, for a change of scale of
+// five times or more such as a unit change, restarted from the new data)
+// and the event's message says so, so a persistent change does not alert
+// forever.
 //
 // GroupAlerts turns the alerts of one scope that fired in the same minute
 // into one group, the unit that opens one incident. Cache keeps fitted
 // models per series for callers that read history from a store, refitting
 // them when older than a set age.
 //
+// # The backtest
+//
 // Backtest compares the detector with fixed thresholds on simulated weeks
-// of catalog metrics with labelled anomaly windows (see Simulate for the
-// generative model).
+// of catalog metrics with labelled anomaly windows; Simulate documents the
+// generative model. Fixed thresholds get the same Consecutive rule and are
+// tuned per metric, with the labels, to the dynamic detector's recall.
 package forecast

@@ -272,6 +272,11 @@ func (m *Model) features(sec int64, buf []float64) []float64 {
 	u := float64(sec-m.t0) / m.span
 	x[0] = 1
 	x[1] = u
+	if m.kind == KindTrend && u > 1 {
+		// Under a day, the slope mixes trend with a part of the daily
+		// cycle: hold the level reached instead of extrapolating it.
+		x[1] = 1
+	}
 	j := 2
 	if m.kind == KindSeasonal {
 		for _, c := range m.cps {

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDetectCmd(t *testing.T) {
+	// Three days of a 5-minute daily-seasonal series with a step up of
+	// ten standard deviations for an hour on the last day.
+	var b strings.Builder
+	b.WriteString("timestamp,value\n")
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	stepAt := start.Add(2*24*time.Hour + 12*time.Hour)
+	for i := 0; i < 3*288; i++ {
+		at := start.Add(time.Duration(i) * 5 * time.Minute)
+		v := 100 + 20*math.Sin(2*math.Pi*float64(i%288)/288) + 2*math.Sin(float64(i)*1.7)
+		if !at.Before(stepAt) && at.Before(stepAt.Add(time.Hour)) {
+			v += 40
+		}
+		layout := time.RFC3339
+		if i%2 == 0 {
+			layout = "2006-01-02 15:04:05"
+		}
+		fmt.Fprintf(&b, "%s,%.3f\n", at.Format(layout), v)
+	}
+	dir := t.TempDir()
+	good := filepath.Join(dir, "series.csv")
+	if err := os.WriteFile(good, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.csv")
+	if err := os.WriteFile(bad, []byte("timestamp,value\n2026-01-05 00:00:00,1\n2026-01-05 00:05:00,oops\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	noEnv := func(string) string { return "" }
+	tests := []struct {
+		name    string
+		args    []string
+		env     func(string) string
+		wantOut []string
+		wantErr string
+	}{
+		{"alerts on the step with the inferred 5-minute interval", []string{"--csv", good, "--metric", "tpot_ms"}, noEnv,
+			[]string{stepAt.Add(10*time.Minute).Format(time.RFC3339) + " firing", "resolved"}, ""},
+		{"consecutive from the environment", []string{"--csv", good}, func(k string) string {
+			if k == "CASEBOOK_CONSECUTIVE" {
+				return "2"
+			}
+			return ""
+		}, []string{stepAt.Add(5*time.Minute).Format(time.RFC3339) + " firing"}, ""},
+		{"a step in the good direction does not alert", []string{"--csv", good, "--metric", "throughput_rps"}, noEnv, nil, ""},
+		{"bad row", []string{"--csv", bad}, noEnv, nil, "line 3"},
+		{"unknown metric", []string{"--csv", good, "--metric", "nope"}, noEnv, nil, "not a catalog id"},
+		{"missing file", []string{"--csv", filepath.Join(dir, "none.csv")}, noEnv, nil, "no such file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			err := detectCmd(context.Background(), tc.args, tc.env, &out, &errOut)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantOut == nil {
+				// The first day has no daily terms yet; from the
+				// second day on nothing may fire, the step included.
+				for _, line := range strings.Split(out.String(), "\n") {
+					at, _ := time.Parse(time.RFC3339, strings.Fields(line + " x")[0])
+					if strings.Contains(line, "firing") && !at.Before(start.Add(24*time.Hour)) {
+						t.Errorf("want no alert after the first day, got %s", line)
+					}
+				}
+			}
+			for _, w := range tc.wantOut {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+			if !strings.Contains(errOut.String(), "sampling interval 5m0s") {
+				t.Errorf("summary lacks the inferred interval: %s", errOut.String())
+			}
+		})
+	}
+}
+
+func TestBacktestCmdFlags(t *testing.T) {
+	for _, args := range [][]string{{"--weeks", "0"}, {"--weeks", "x"}, {"--consecutive", "0"}} {
+		err := backtestCmd(context.Background(), args, func(string) string { return "" }, &bytes.Buffer{}, &bytes.Buffer{})
+		if !errors.Is(err, errUsage) {
+			t.Errorf("backtest %v: err = %v, want a usage error", args, err)
+		}
+	}
+}
