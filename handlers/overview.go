@@ -52,6 +52,16 @@ func (h *Overview) Show(c echo.Context) error {
 		})
 		return render(c, http.StatusOK, views.OverviewPage(vm))
 	}
+	for _, r := range h.d.scopeRows(ctx, scopes, now) {
+		vm.Rows = append(vm.Rows, r)
+		vm.Counts[r.Status]++
+	}
+	return render(c, http.StatusOK, views.OverviewPage(vm))
+}
+
+// scopeRows captures each scope in parallel and returns the rows worst
+// first: by status, then by the largest anomalous |z|, then by name.
+func (d *Deps) scopeRows(ctx context.Context, scopes []metrics.Scope, now time.Time) []views.ScopeRow {
 	rows := make([]views.ScopeRow, len(scopes))
 	worst := make([]float64, len(scopes))
 	var wg sync.WaitGroup
@@ -65,11 +75,11 @@ func (h *Overview) Show(c echo.Context) error {
 			// the process down; turn it into a row that says so.
 			defer func() {
 				if p := recover(); p != nil {
-					h.d.Logger.ErrorContext(ctx, "overview: snapshot panicked", "scope", s.String(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+					d.Logger.ErrorContext(ctx, "overview: snapshot panicked", "scope", s.String(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 					rows[i] = views.ScopeRow{Scope: s, Href: views.ScopePath(s, ""), Err: "could not read metrics (internal error)"}
 				}
 			}()
-			rows[i], worst[i] = h.row(ctx, s, now)
+			rows[i], worst[i] = d.row(ctx, s, now)
 		}()
 	}
 	wg.Wait()
@@ -87,27 +97,27 @@ func (h *Overview) Show(c echo.Context) error {
 		}
 		return ra.Scope.String() < rb.Scope.String()
 	})
-	for _, i := range idx {
-		vm.Rows = append(vm.Rows, rows[i])
-		vm.Counts[rows[i].Status]++
+	out := make([]views.ScopeRow, len(rows))
+	for k, i := range idx {
+		out[k] = rows[i]
 	}
-	return render(c, http.StatusOK, views.OverviewPage(vm))
+	return out
 }
 
 // row captures one scope and classifies it. The second result is the
 // largest anomalous |z|, for ordering.
-func (h *Overview) row(ctx context.Context, s metrics.Scope, now time.Time) (views.ScopeRow, float64) {
+func (d *Deps) row(ctx context.Context, s metrics.Scope, now time.Time) (views.ScopeRow, float64) {
 	r := views.ScopeRow{Scope: s, Href: views.ScopePath(s, "")}
-	snap, err := h.d.Telemetry.Snapshot(ctx, s, now)
+	snap, err := d.Telemetry.Snapshot(ctx, s, now)
 	if err != nil {
-		h.d.Logger.WarnContext(ctx, "overview: snapshot failed", "scope", s.String(), "err", err)
+		d.Logger.WarnContext(ctx, "overview: snapshot failed", "scope", s.String(), "err", err)
 		r.Err = "could not read metrics: " + err.Error()
 		for _, dim := range metrics.Dimensions {
 			r.Dims = append(r.Dims, views.DimCell{Title: views.DimensionTitle(dim)})
 		}
 		return r, 0
 	}
-	dev := h.d.Deviations(snap)
+	dev := d.Deviations(snap)
 	type anomaly struct {
 		id string
 		z  float64

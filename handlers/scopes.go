@@ -135,10 +135,18 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 		vm.Range.Presets = append(vm.Range.Presets, views.ScopeLink{Label: p, Href: views.ScopePath(scope, "range="+p)})
 	}
 	if scope.Instance == "" {
+		var insts []metrics.Scope
 		for _, a := range all {
 			if a.Model == scope.Model && a.Instance != "" {
+				insts = append(insts, a)
 				vm.Instances = append(vm.Instances, views.ScopeLink{Label: a.Instance, Href: views.ScopePath(a, query)})
 			}
+		}
+		// One slow replica hides in a model's means: show each instance's
+		// state at the end of the window, worst first.
+		vm.InstanceRows = h.d.scopeRows(ctx, insts, w.To)
+		for i := range vm.InstanceRows {
+			vm.InstanceRows[i].Href = views.ScopePath(vm.InstanceRows[i].Scope, query)
 		}
 	} else {
 		parent := metrics.Scope{Model: scope.Model}

@@ -17,10 +17,12 @@ type ScopeView struct {
 	Scope     metrics.Scope
 	Status    Status
 	Instances []ScopeLink // a model's instances; empty on an instance page
-	Parent    *ScopeLink  // the model of an instance page
-	Range     RangeView
-	Panels    []DimensionPanel
-	Waterfall WaterfallView
+	// InstanceRows are a model's instances with their state, worst first.
+	InstanceRows []ScopeRow
+	Parent       *ScopeLink // the model of an instance page
+	Range        RangeView
+	Panels       []DimensionPanel
+	Waterfall    WaterfallView
 	// DiagnoseAction is the URL the "Diagnose now" form posts to.
 	DiagnoseAction string
 }
