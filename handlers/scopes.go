@@ -121,7 +121,7 @@ func (h *Scopes) Show(c echo.Context) error {
 func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Scope, w TimeWindow) (views.ScopeView, error) {
 	query := views.RangeQuery(w.Preset, w.From, w.To)
 	vm := views.ScopeView{
-		Layout:         h.d.layout(scope.String(), ""),
+		Layout:         h.d.layout(scope.String(), views.NavOverview),
 		Scope:          scope,
 		DiagnoseAction: views.DiagnosePath(scope),
 		Range: views.RangeView{
