@@ -99,7 +99,7 @@ func TestPages(t *testing.T) {
 				`data-testid="instance-rows"`, `href="/scopes/llama-70b/llama-70b-1?range=1h" data-testid="scope-link"`},
 			wantCount: map[string]int{`data-testid="scope-row"`: 2}},
 		{name: "instance with preset", path: "/scopes/llama-70b/llama-70b-1?range=6h", wantStatus: 200,
-			want:    []string{`data-testid="range-6h"`, `last 6h`, `class="active" data-testid="range-6h"`, `Gateway vs engine`},
+			want:    []string{`data-testid="range-6h"`, `last 6h`, `class="active" data-testid="range-6h"`, `Gateway vs engine`, `data-testid="anomalies"`, `data-metric="kv_cache_hit_rate"`},
 			notWant: []string{`name="at"`, `data-testid="instance-rows"`}},
 		{name: "absolute window", path: "/scopes/qwen-7b/qwen-7b-0?from=2026-11-29T00:00:00Z&to=1795932000", wantStatus: 200,
 			want: []string{`value="2026-11-29T00:00:00Z"`, `window`, `name="at" value="2026-11-29T06:00:00Z"`}},

@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"sort"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -177,10 +178,17 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 		h.d.Logger.WarnContext(ctx, "scopes: snapshot for status failed", "scope", scope.String(), "err", err)
 	} else {
 		dev := h.d.Deviations(snap)
-		for id := range snap.Current {
+		for id, v := range snap.Current {
 			d, ok := dev[id]
 			status[id] = views.StatusOf(d, ok)
+			if ok && d.Anomalous {
+				vm.Anomalies = append(vm.Anomalies, views.AnomalyRow{
+					Metric: id, Label: views.MetricLabel(id), Value: views.FormatValue(id, v),
+					Baseline: views.FormatValue(id, d.Mean), Z: views.FormatZ(d.Z), AbsZ: math.Abs(d.Z), Status: status[id],
+				})
+			}
 		}
+		sort.Slice(vm.Anomalies, func(i, j int) bool { return vm.Anomalies[i].AbsZ > vm.Anomalies[j].AbsZ })
 	}
 	for _, p := range panelDefs {
 		panel := views.DimensionPanel{ID: string(p.dim), Title: views.DimensionTitle(p.dim)}

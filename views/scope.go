@@ -22,9 +22,30 @@ type ScopeView struct {
 	Parent       *ScopeLink // the model of an instance page
 	Range        RangeView
 	Panels       []DimensionPanel
-	Waterfall    WaterfallView
+	// Anomalies are the metrics off their baseline at the end of the
+	// window, largest deviation first.
+	Anomalies []AnomalyRow
+	Waterfall WaterfallView
 	// DiagnoseAction is the URL the "Diagnose now" form posts to.
 	DiagnoseAction string
+}
+
+// AnomalyRow is one metric off its baseline.
+type AnomalyRow struct {
+	Metric, Label, Value, Baseline, Z string
+	AbsZ                              float64
+	Status                            Status
+}
+
+// MaxAnomalies is how many off-baseline metrics the live view lists.
+const MaxAnomalies = 8
+
+// TopAnomalies returns the largest deviations, at most MaxAnomalies.
+func (v ScopeView) TopAnomalies() []AnomalyRow {
+	if len(v.Anomalies) > MaxAnomalies {
+		return v.Anomalies[:MaxAnomalies]
+	}
+	return v.Anomalies
 }
 
 // ScopeLink links to another scope's live view, keeping the time range.
