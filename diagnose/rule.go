@@ -45,6 +45,9 @@ type Rule interface {
 type ruleFunc struct {
 	id    string
 	score func(r *reader) float64
+	// wants lists the metrics the rule reads when they are there; absent
+	// ones are reported as missing even when the rule stops early.
+	wants []string
 }
 
 func (f ruleFunc) ID() string    { return f.id }
@@ -52,6 +55,9 @@ func (f ruleFunc) Title() string { return causeTitle(f.id) }
 
 func (f ruleFunc) Evaluate(in Input) Finding {
 	r := &reader{in: in}
+	for _, id := range f.wants {
+		r.has(id)
+	}
 	s := f.score(r)
 	if math.IsNaN(s) || s < 0 {
 		s = 0

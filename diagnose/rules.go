@@ -18,17 +18,17 @@ import (
 // weak absolute terms.
 func Rules() []Rule {
 	return []Rule{
-		ruleFunc{m.CauseKVCacheEviction, scoreEviction},
-		ruleFunc{m.CauseQueueBacklog, scoreQueueBacklog},
-		ruleFunc{m.CauseGPUUnderutilized, scoreUnderutilized},
-		ruleFunc{m.CauseSpecDecodeDegradation, scoreSpecDecode},
-		ruleFunc{m.CauseMemoryBandwidthBound, scoreMemoryBandwidth},
-		ruleFunc{m.CauseLongPromptPrefill, scoreLongPrompt},
-		ruleFunc{m.CausePrefixCacheMiss, scorePrefixMiss},
-		ruleFunc{m.CauseGPUThrottling, scoreThrottling},
-		ruleFunc{m.CauseTransportLatency, scoreTransport},
-		ruleFunc{m.CauseEngineErrors, scoreEngineErrors},
-		ruleFunc{m.CauseHostOverhead, scoreHostOverhead},
+		ruleFunc{m.CauseKVCacheEviction, scoreEviction, []string{m.KVCacheUsage, m.PreemptionRate, m.KVCacheHitRate, m.TTFT, m.TPOT, m.PrefillTime}},
+		ruleFunc{m.CauseQueueBacklog, scoreQueueBacklog, []string{m.QueueDepth, m.QueueTime, m.E2E, m.ArrivalRPS, m.ThroughputRPS, m.RunningSeqs, m.SMUtil}},
+		ruleFunc{m.CauseGPUUnderutilized, scoreUnderutilized, []string{m.SMUtil, m.ThroughputRPS, m.RunningSeqs, m.TPOT}},
+		ruleFunc{m.CauseSpecDecodeDegradation, scoreSpecDecode, []string{m.RejectionRate, m.TPOT, m.GenerationTPS}},
+		ruleFunc{m.CauseMemoryBandwidthBound, scoreMemoryBandwidth, []string{m.DRAMActive, m.MemClock, m.TPOT, m.DecodeTime}},
+		ruleFunc{m.CauseLongPromptPrefill, scoreLongPrompt, []string{m.MeanPromptTokens, m.PrefillTime, m.TTFT, m.PromptTPS}},
+		ruleFunc{m.CausePrefixCacheMiss, scorePrefixMiss, []string{m.KVCacheHitRate, m.KVCacheUsage, m.TTFT, m.PrefillTime}},
+		ruleFunc{m.CauseGPUThrottling, scoreThrottling, []string{m.SMClock, m.GPUTemp, m.Power, m.TPOT}},
+		ruleFunc{m.CauseTransportLatency, scoreTransport, []string{m.GatewayE2E, m.E2E}},
+		ruleFunc{m.CauseEngineErrors, scoreEngineErrors, []string{m.ErrorRate}},
+		ruleFunc{m.CauseHostOverhead, scoreHostOverhead, []string{m.TPOT, m.DecodeTime, m.SMUtil, m.DRAMActive, m.RunningSeqs, m.SMClock}},
 	}
 }
 
