@@ -24,9 +24,9 @@
 //
 // The band is the forecast plus or minus Z (default 3) standard errors.
 // The standard error is read from the residuals of the raw samples of the
-// last week: the 90th percentile of their absolute deviation divided by
-// 1.645, which equals the standard deviation for normal noise, sees heavy
-// tails that the MAD misses, and is not moved far by up to 10% of
+// last week: the 95th percentile of their absolute deviation divided by
+// 1.96, which equals the standard deviation for normal noise, sees heavy
+// tails that the MAD misses, and is not moved far by up to 5% of
 // anomalous points; per hour of day when the spread varies over the day
 // (shrunk towards the overall value with a weight of 30 samples). The
 // half-width never falls below RelFloor (2%) of the forecast or AbsFloor,

@@ -679,13 +679,13 @@ func quickselect(v []float64, k int) float64 {
 	return v[k]
 }
 
-// tailScale is the normal-equivalent standard deviation read from the 90th
-// percentile of absolute deviations from center (divided by 1.645). For
+// tailScale is the normal-equivalent standard deviation read from the 95th
+// percentile of absolute deviations from center (divided by 1.96). For
 // normal noise it equals the standard deviation, like the MAD; unlike the
 // MAD it sees heavy tails (for Student-t noise with 5 degrees of freedom
-// the MAD underestimates the spread by 16%, this by 5%); and up to 10% of
-// anomalous points cannot move it far. It falls back to robustScale when
-// the percentile is zero.
+// the MAD underestimates the standard deviation by 16%, this is within
+// 2%); and up to 5% of anomalous points cannot move it far. It falls back
+// to robustScale when the percentile is zero.
 func tailScale(v []float64, center float64) float64 {
 	if len(v) == 0 {
 		return 0
@@ -694,8 +694,8 @@ func tailScale(v []float64, center float64) float64 {
 	for i, x := range v {
 		d[i] = math.Abs(x - center)
 	}
-	if q := quickselect(d, int(0.9*float64(len(d)-1))); q > 0 {
-		return q / 1.6449
+	if q := quickselect(d, int(0.95*float64(len(d)-1))); q > 0 {
+		return q / 1.96
 	}
 	return robustScale(v, center)
 }
