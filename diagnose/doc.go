@@ -17,5 +17,10 @@
 //   - calibration: a fixed, documented mapping from the winning score and its
 //     margin over the runner-up to a confidence in 0-1.
 //
+// Evaluation (Evaluation, Evaluate) measures accuracy, per-cause precision
+// and recall, the confusion matrix and the calibration of the confidence on
+// a labelled corpus. ParseSnapshot is a fast, parity-fuzzed front end to
+// metrics.DecodeSnapshot for bulk input.
+//
 // Every title and sentence the package shows lives in texts.go.
 package diagnose
