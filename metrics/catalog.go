@@ -219,14 +219,18 @@ var Catalog = []Metric{
 	{ID: TTFTP99, Dimension: Latency, Unit: "ms", Bad: Up, Source: SourceEngine,
 		Help:   "p99 time to first token.",
 		PromQL: p99Of("vllm:time_to_first_token_seconds")},
+	// TPOT is per output token: vLLM's per-request decode time / (tokens-1).
+	// The inter-token latency histogram observes one interval per engine
+	// step, and with speculative decoding a step emits several tokens, so it
+	// is only the fallback for engines without the per-request histogram.
 	{ID: TPOT, Dimension: Latency, Unit: "ms", Bad: Up, Source: SourceEngine,
-		Help: "Mean time per output token (inter-token latency).",
-		PromQL: "(" + meanOf("vllm:inter_token_latency_seconds") + ") or (" +
-			meanOf("vllm:time_per_output_token_seconds") + ")"},
+		Help: "Mean time per output token (per-request decode time / output tokens).",
+		PromQL: "(" + meanOf("vllm:request_time_per_output_token_seconds") + ") or (" +
+			meanOf("vllm:inter_token_latency_seconds") + ")"},
 	{ID: TPOTP99, Dimension: Latency, Unit: "ms", Bad: Up, Source: SourceEngine,
 		Help: "p99 time per output token.",
-		PromQL: "(" + p99Of("vllm:inter_token_latency_seconds") + ") or (" +
-			p99Of("vllm:time_per_output_token_seconds") + ")"},
+		PromQL: "(" + p99Of("vllm:request_time_per_output_token_seconds") + ") or (" +
+			p99Of("vllm:inter_token_latency_seconds") + ")"},
 	{ID: QueueTime, Dimension: Latency, Unit: "ms", Bad: Up, Source: SourceEngine,
 		Help:   "Mean time a request waits in the engine queue.",
 		PromQL: meanOf("vllm:request_queue_time_seconds")},

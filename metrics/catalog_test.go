@@ -70,7 +70,7 @@ func TestQueryUsesRealMetricNames(t *testing.T) {
 		id, want string
 	}{
 		{metrics.TTFT, "vllm:time_to_first_token_seconds_sum"},
-		{metrics.TPOT, "vllm:inter_token_latency_seconds_sum"},
+		{metrics.TPOT, "vllm:request_time_per_output_token_seconds_sum"},
 		{metrics.KVCacheUsage, "vllm:kv_cache_usage_perc"},
 		{metrics.KVCacheHitRate, "vllm:prefix_cache_hits_total"},
 		{metrics.SMUtil, "DCGM_FI_PROF_SM_ACTIVE"},
