@@ -141,7 +141,7 @@ func (d *Deps) row(ctx context.Context, s metrics.Scope, now time.Time) (views.S
 			cell.Metrics = append(cell.Metrics, metricCell(snap, dev, id))
 		}
 		r.Dims = append(r.Dims, cell)
-		r.Status = views.Worse(r.Status, cell.Status)
+		r.Status = views.Worse(r.Status, scopeImpact(dim, cell.Status))
 	}
 	sort.Slice(anomalies, func(i, j int) bool { return math.Abs(anomalies[i].z) > math.Abs(anomalies[j].z) })
 	var parts []string
@@ -158,6 +158,17 @@ func (d *Deps) row(ctx context.Context, s metrics.Scope, now time.Time) (views.S
 		top = math.Abs(anomalies[0].z)
 	}
 	return r, top
+}
+
+// scopeImpact is how much a dimension's status counts toward the scope's
+// badge. Users feel latency and quality; throughput and utilization move
+// with load (a morning ramp is several sigma off the hour before), so on
+// their own they make a scope worth a look, never critical.
+func scopeImpact(dim metrics.Dimension, st views.Status) views.Status {
+	if (dim == metrics.Throughput || dim == metrics.Utilization) && st == views.StatusCritical {
+		return views.StatusWarning
+	}
+	return st
 }
 
 func metricCell(snap metrics.Snapshot, dev map[string]diagnose.Deviation, id string) views.MetricCell {
