@@ -21,6 +21,7 @@ func backtestCmd(ctx context.Context, args []string, env func(string) string, st
 	seed := fs.Int64("seed", 1, "random seed of the simulation")
 	consecutive := fs.Int("consecutive", 3, "points in a row beyond the band or threshold to alert")
 	perMetric := fs.Bool("per-metric", false, "print one row per metric as well as the totals")
+	rate := fs.Float64("anomalies-per-day", 1, "mean rate of injected anomaly windows per metric and day")
 	if err := parseFlags(fs, args, env, stderr); err != nil {
 		return err
 	}
@@ -30,16 +31,19 @@ func backtestCmd(ctx context.Context, args []string, env func(string) string, st
 	if *consecutive < 1 || *consecutive > 60 {
 		return fmt.Errorf("%w: --consecutive must be 1..60, got %d", errUsage, *consecutive)
 	}
+	if !(*rate > 0 && *rate <= 24) {
+		return fmt.Errorf("%w: --anomalies-per-day must be in (0, 24], got %v", errUsage, *rate)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	began := time.Now()
 	res := forecast.Backtest(forecast.BacktestOptions{
-		Sim:      forecast.SimOptions{Weeks: *weeks, Seed: *seed},
+		Sim:      forecast.SimOptions{Weeks: *weeks, Seed: *seed, AnomaliesPerDay: *rate},
 		Detector: forecast.DetectorOptions{Consecutive: *consecutive},
 	})
-	fmt.Fprintf(stdout, "backtest: %d catalog metrics, %d evaluated week(s) of 1-minute data after 14 days of history, seed %d, K=%d (%.1fs)\n",
-		len(res.Rows), *weeks, *seed, *consecutive, time.Since(began).Seconds())
+	fmt.Fprintf(stdout, "backtest: %d catalog metrics, %d evaluated week(s) of 1-minute data after 14 days of history, %.2g anomalies per metric and day, seed %d, K=%d (%.1fs)\n",
+		len(res.Rows), *weeks, *rate, *seed, *consecutive, time.Since(began).Seconds())
 	fmt.Fprintln(stdout, "fixed thresholds: per metric, the least sensitive threshold that detects as many windows as the dynamic detector (oracle-tuned with the labels)")
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "detector\talerts/day\tprecision\trecall\tmedian delay\twindows\t")

@@ -86,7 +86,7 @@ type interval struct{ start, fired, end int64 }
 // positive when its span (first out-of-band sample to resolution) overlaps
 // a window; a window is detected when an alert overlaps it, with a delay
 // from the window's start to the alert's firing. Both detectors use the
-// same Consecutive rule. Each metric's fixed threshold is tuned to the
+// same Consecutive and Clear rules. Each metric's fixed threshold is tuned to the
 // same recall: the least sensitive threshold that detects at least as many
 // of that metric's windows as the dynamic detector did, found by bisection
 // with the labels at hand (an oracle tuning that favours the fixed
@@ -171,7 +171,7 @@ func backtestOne(s SimSeries, dopts DetectorOptions) BacktestRow {
 			ts = append(ts, p.T.Unix())
 		}
 	}
-	fixed := tuneFixed(s.Metric.Bad, ts, vals, windows, dyn.Detected, dopts.Consecutive, days)
+	fixed := tuneFixed(s.Metric.Bad, ts, vals, windows, dyn.Detected, dopts.Consecutive, dopts.Clear, days)
 	return BacktestRow{Metric: s.Metric.ID, Dynamic: dyn, Fixed: fixed}
 }
 
@@ -201,10 +201,10 @@ func score(alerts []interval, windows [][2]int64, days float64) Score {
 	return s
 }
 
-// fixedAlerts runs a static threshold with the detector's Consecutive rule:
-// an alert fires after k samples in a row beyond the threshold and ends
-// after k samples in a row back.
-func fixedAlerts(bad metrics.Direction, ts []int64, vals []float64, thr, center float64, k int) []interval {
+// fixedAlerts runs a static threshold with the detector's rules: an alert
+// fires after k samples in a row beyond the threshold and ends after clear
+// samples in a row back.
+func fixedAlerts(bad metrics.Direction, ts []int64, vals []float64, thr, center float64, k, clear int) []interval {
 	var out []interval
 	run, in := 0, 0
 	var runStart int64
@@ -239,7 +239,7 @@ func fixedAlerts(bad metrics.Direction, ts []int64, vals []float64, thr, center 
 			continue
 		}
 		in++
-		if in >= k {
+		if in >= clear {
 			firing, run = false, 0
 			out[len(out)-1].end = ts[i]
 		}
@@ -249,7 +249,7 @@ func fixedAlerts(bad metrics.Direction, ts []int64, vals []float64, thr, center 
 
 // tuneFixed finds the least sensitive threshold that detects at least
 // target windows (or the most sensitive one if none does).
-func tuneFixed(bad metrics.Direction, ts []int64, vals []float64, windows [][2]int64, target, k int, days float64) Score {
+func tuneFixed(bad metrics.Direction, ts []int64, vals []float64, windows [][2]int64, target, k, clear int, days float64) Score {
 	if len(vals) == 0 {
 		return Score{Windows: len(windows), Days: days}
 	}
@@ -275,7 +275,7 @@ func tuneFixed(bad metrics.Direction, ts []int64, vals []float64, windows [][2]i
 		cand = uniq(dev)
 	}
 	eval := func(i int) Score {
-		s := score(fixedAlerts(bad, ts, vals, cand[i], center, k), windows, days)
+		s := score(fixedAlerts(bad, ts, vals, cand[i], center, k, clear), windows, days)
 		s.Threshold = cand[i]
 		return s
 	}

@@ -16,9 +16,13 @@ type DetectorOptions struct {
 	// Scope is copied into every alert.
 	Scope metrics.Scope
 	// Consecutive is how many points in a row must leave the band in the
-	// bad direction to raise an alert, and how many in a row back inside
-	// end it (default 3: three minutes at 1-minute data).
+	// bad direction to raise an alert (default 3: three minutes at
+	// 1-minute data).
 	Consecutive int
+	// Clear is how many points in a row back inside the band end an alert
+	// (default 5, at least Consecutive), so an anomaly that hovers at the
+	// band's edge stays one alert.
+	Clear int
 	// Refit is how old a model may get before it is refitted (default 1 h).
 	Refit time.Duration
 	// History is how much past data each series keeps for fitting
@@ -61,6 +65,12 @@ func (o DetectorOptions) withDefaults() DetectorOptions {
 	if o.Consecutive <= 0 {
 		o.Consecutive = 3
 	}
+	if o.Clear <= 0 {
+		o.Clear = 5
+	}
+	if o.Clear < o.Consecutive {
+		o.Clear = o.Consecutive
+	}
 	if o.Refit <= 0 {
 		o.Refit = time.Hour
 	}
@@ -99,7 +109,7 @@ const (
 	// Firing: the series has left its band in the bad direction for
 	// Consecutive points.
 	Firing State = "firing"
-	// Resolved: a firing series is back in its band for Consecutive points,
+	// Resolved: a firing series is back in its band for Clear points,
 	// or its departure turned out to be a persistent level shift (the
 	// message says which).
 	Resolved State = "resolved"
@@ -376,7 +386,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 		return Alert{}, false
 	}
 	st.inRun++
-	if st.inRun >= d.opts.Consecutive {
+	if st.inRun >= d.opts.Clear {
 		st.firing, st.badRun, st.inRun = false, 0, 0
 		return mk(Resolved, st.badStart, st.alertDir, ""), true
 	}

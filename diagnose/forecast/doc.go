@@ -46,7 +46,7 @@
 // against a model fitted on earlier points only, and raises an alert when
 // Consecutive (default 3) points in a row leave the band in the metric's
 // bad direction (metrics.Metric.Bad; Both means either way). The alert ends
-// after as many points in a row back inside. Two corrections use the
+// after Clear (default 5) points in a row back inside. Two corrections use the
 // detector's own one-step-ahead errors, taken only while no alert is open:
 // the median error of the last LocalWindow (60) in-band points is added to
 // the forecast, so a series running a little off its seasonal shape for
@@ -74,6 +74,6 @@
 //
 // Backtest compares the detector with fixed thresholds on simulated weeks
 // of catalog metrics with labelled anomaly windows; Simulate documents the
-// generative model. Fixed thresholds get the same Consecutive rule and are
+// generative model. Fixed thresholds get the same Consecutive and Clear rules and are
 // tuned per metric, with the labels, to the dynamic detector's recall.
 package forecast
