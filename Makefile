@@ -26,7 +26,7 @@ run: ## serve the console on the embedded demo at http://127.0.0.1:8080
 	$(GO) run -tags $(TAGS) ./cmd/casebook serve
 
 .PHONY: test
-test: ## unit tests with the race detector, then the integration suite
+test: check-generated lint ## generated-code and lint checks, unit tests with the race detector, then the integration suite
 	@echo ">> unit tests"
 	$(GO) test -race -tags $(TAGS) -count=1 ./...
 	@$(MAKE) --no-print-directory test-integration
@@ -50,12 +50,15 @@ fuzz: ## a short run of every fuzz target
 
 .PHONY: lint
 lint: ## go vet, gofmt and templ fmt checks
-	$(GO) vet -tags $(TAGS) ./...
-	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$'))" || (gofmt -l . ; exit 1)
+	@echo ">> lint"
+	$(GO) vet -tags "$(TAGS) integration" ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '_templ.go$$')); test -z "$$out" || (echo "gofmt would change: $$out" >&2; exit 1)
+	@$(GO) tool templ fmt -fail . >/dev/null || (echo "templ fmt would change .templ files: run make fmt" >&2; exit 1)
 
 .PHONY: check-generated
 check-generated: generate ## fail when generated code differs from the sources
-	git diff --exit-code -- '*_templ.go'
+	@git diff --exit-code -- '*_templ.go' || (echo "generated templ code is stale: run make generate and commit" >&2; exit 1)
+	@test -z "$$(git status --porcelain -- '*_templ.go')" || (git status --porcelain -- '*_templ.go'; echo "templ generated untracked files: commit them" >&2; exit 1)
 
 .PHONY: fmt
 fmt: ## format Go and templ sources
