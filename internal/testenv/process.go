@@ -51,6 +51,14 @@ func LookBinary(t testing.TB, bin, pkg string) string {
 // answers 200 on the process's URL, and stops it when the test ends.
 func Start(t testing.TB, name, bin string, port int, readyPath string, args ...string) *Process {
 	t.Helper()
+	return StartReady(t, name, bin, port, readyPath, 60*time.Second, args...)
+}
+
+// StartReady is Start with the time the process has to become ready, for
+// servers that prepare data before they answer (Casebook's demo back-fills
+// a week of history).
+func StartReady(t testing.TB, name, bin string, port int, readyPath string, limit time.Duration, args ...string) *Process {
+	t.Helper()
 	dir := t.TempDir()
 	p := &Process{
 		Name: name,
@@ -73,7 +81,7 @@ func Start(t testing.TB, name, bin string, port int, readyPath string, args ...s
 			t.Logf("testenv: last log lines of %s:\n%s", name, p.LastLines(30))
 		}
 	})
-	if err := p.waitReady(readyPath, 60*time.Second); err != nil {
+	if err := p.waitReady(readyPath, limit); err != nil {
 		t.Fatalf("testenv: %s did not become ready: %v\nlast log lines of %s:\n%s", name, err, name, p.LastLines(30))
 	}
 	return p
@@ -129,7 +137,22 @@ func (p *Process) Stop() {
 
 // LastLines returns the last n lines the process logged.
 func (p *Process) LastLines(n int) string {
-	lines := strings.Split(strings.TrimRight(p.log.String(), "\n"), "\n")
+	return lastLines(p.log.String(), n)
+}
+
+// Fatalf fails the test naming the component and showing its last log
+// lines, and whether it is still running.
+func (p *Process) Fatalf(t testing.TB, format string, args ...any) {
+	t.Helper()
+	state := "running"
+	if !p.Alive() {
+		state = fmt.Sprintf("exited: %v", p.cmd.ProcessState)
+	}
+	t.Fatalf("%s (%s): %s\nlast log lines of %s:\n%s", p.Name, state, fmt.Sprintf(format, args...), p.Name, p.LastLines(20))
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
