@@ -214,18 +214,12 @@ func (c *Cluster) stepAll(d time.Duration) {
 		a := math.Exp(-dt / 1200)
 		m.noise = m.noise*a + 0.08*math.Sqrt(1-a*a)*m.rng.NormFloat64()
 		rate := m.spec.PeakRPS * float64(m.baseReps) * loadFactor(mid) * math.Exp(m.noise)
-		phs := make([]physics, len(m.instances))
-		total := 0.0
-		for i, in := range m.instances {
-			phs[i] = c.physicsFor(in, mid)
-			total += phs[i].route
-		}
-		for i, in := range m.instances {
-			share := 0.0
-			if total > 0 {
-				share = phs[i].route / total
-			}
-			in.step(dt, rate*share, phs[i])
+		// The router spreads the model's traffic evenly; a fault may send
+		// part of an instance's share to another pool (keep < 1).
+		share := 1 / float64(max(1, len(m.instances)))
+		for _, in := range m.instances {
+			ph := c.physicsFor(in, mid)
+			in.step(dt, rate*share*ph.keep, ph)
 		}
 	}
 }

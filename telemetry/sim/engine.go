@@ -8,30 +8,30 @@ import (
 // physics holds the physical parameters faults act on. The zero fault is
 // neutral(): every multiplier 1, every addition 0.
 type physics struct {
-	bwFactor      float64 // effective HBM bandwidth available to the engine
-	neighbourDRAM float64 // share of HBM bandwidth a co-tenant consumes
-	hostMs        float64 // extra CPU-side time per engine step, ms
-	thermalR      float64 // multiplier on the thermal resistance (cooling)
-	ambientC      float64 // added inlet temperature
-	powerLimit    float64 // multiplier on the board power limit
-	kvPool        float64 // multiplier on the KV-cache pool (co-tenant memory)
-	promptScale   float64 // multiplier on prompt length
-	ctxGrowth     float64 // multiplier on context length from diverse long sessions
-	prefixShare   float64 // multiplier on the shared-prefix share
-	acceptance    float64 // multiplier on the draft acceptance probability
-	surge         float64 // arrivals as a multiple of capacity (0: none)
-	route         float64 // router weight of the instance
-	maxSeqs       int     // cap on max_num_seqs from a misconfiguration (0: none)
-	netDelayS     float64 // added gateway/network delay, seconds
-	errorProb     float64 // added probability that a request fails
-	abortProb     float64 // added probability that a request is aborted
-	xid           float64 // last XID error raised
-	hotGPU        int     // GPU index that takes the full thermal fault (-1: all)
+	bwFactor      float64   // effective HBM bandwidth available to the engine
+	neighbourDRAM float64   // share of HBM bandwidth a co-tenant consumes
+	hostMs        float64   // extra CPU-side time per engine step, ms
+	thermalR      float64   // multiplier on the thermal resistance (cooling)
+	ambientC      float64   // added inlet temperature
+	kvPoolTokens  float64   // KV-cache pool left by a co-tenant, tokens (0: the whole pool)
+	powerCapW     []float64 // per-GPU power cap below the board limit (nil: none)
+	keep          float64   // share of the instance's routed traffic that still reaches it
+	promptScale   float64   // multiplier on prompt length
+	ctxGrowth     float64   // multiplier on context length from diverse long sessions
+	prefixShare   float64   // multiplier on the shared-prefix share
+	acceptance    float64   // multiplier on the draft acceptance probability
+	surge         float64   // arrivals as a multiple of capacity (0: none)
+	maxSeqs       int       // cap on max_num_seqs from a misconfiguration (0: none)
+	netDelayS     float64   // added gateway/network delay, seconds
+	errorProb     float64   // added probability that a request fails
+	abortProb     float64   // added probability that a request is aborted
+	xid           float64   // last XID error raised
+	hotGPU        int       // GPU index that takes the full thermal fault (-1: all)
 }
 
 func neutral() physics {
-	return physics{bwFactor: 1, thermalR: 1, powerLimit: 1, kvPool: 1, promptScale: 1,
-		ctxGrowth: 1, prefixShare: 1, acceptance: 1, route: 1, hotGPU: -1}
+	return physics{bwFactor: 1, thermalR: 1, keep: 1, promptScale: 1,
+		ctxGrowth: 1, prefixShare: 1, acceptance: 1, hotGPU: -1}
 }
 
 // gpuState is one GPU of an instance's tensor-parallel group.
@@ -99,7 +99,7 @@ func newHistograms(maxModelLen int) histograms {
 
 // catalogClone copies the histograms the catalog reads (the rest stay nil).
 func (h histograms) catalogClone() histograms {
-	return histograms{ttft: h.ttft.clone(), itl: h.itl.clone(), e2e: h.e2e.clone(), queue: h.queue.clone(),
+	return histograms{ttft: h.ttft.clone(), itl: h.itl.clone(), tpot: h.tpot.clone(), e2e: h.e2e.clone(), queue: h.queue.clone(),
 		prefill: h.prefill.clone(), decode: h.decode.clone(), prompt: h.prompt.clone(), gateway: h.gateway.clone()}
 }
 
@@ -117,11 +117,14 @@ type instance struct {
 	waiting  float64 // requests waiting (instant gauge, whole)
 	kvUsage  float64
 	hitRate  float64
-	capacity float64 // requests per second at the batch limit
-	lpAvg    float64 // mean prompt tokens of the requests in flight
-	loAvg    float64 // mean generated tokens of the requests in flight
-	lamAvg   float64 // arrival rate the batch has caught up with
-	svc      float64 // last mean service time, seconds
+	capacity float64               // requests per second at the batch limit
+	lpAvg    float64               // mean prompt tokens of the requests in flight
+	loAvg    float64               // mean generated tokens of the requests in flight
+	lamAvg   float64               // arrival rate the batch has caught up with
+	svc      float64               // last mean service time, seconds
+	kvNeed   float64               // unique KV tokens the running batch needs
+	ctxSeq   float64               // unique KV tokens of one running sequence
+	onset    map[string]onsetState // per fault id, the state it started from
 
 	layouts  [3]*page     // series layout per page kind, rebuilt after a config change
 	histFams []histFamily // the engine page's histograms, rebuilt after a config change
@@ -134,6 +137,14 @@ type instance struct {
 
 // abandonAfter is the mean time a queued client waits before giving up.
 const abandonAfter = 120.0
+
+// gatewayQueueS bounds the engine's waiting queue: the gateway rejects
+// requests once the queue holds this many seconds of work at the engine's
+// capacity (and at least gatewayQueueMin requests).
+const (
+	gatewayQueueS   = 60.0
+	gatewayQueueMin = 32.0
+)
 
 // stepResult are the request-level quantities of one step, for tests.
 type stepResult struct {
@@ -185,10 +196,11 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	flops := gpu.PeakFLOPS * 0.6 * clock
 	kvTok := spec.KVBytesPerToken()
 	wGPU := spec.WeightBytes() / g
-	overhead := 3.5 * (1 << 30)
-	pool := (cfg.GPUMemoryUtilization*gpu.MemoryMiB*(1<<20) - wGPU - overhead) * g * ph.kvPool
-	pool = math.Max(pool, 64*float64(cfg.BlockSize)*kvTok)
-	kvTokens := pool / kvTok
+	kvTokens := kvPoolTokens(spec, cfg)
+	if ph.kvPoolTokens > 0 {
+		kvTokens = math.Min(kvTokens, ph.kvPoolTokens)
+	}
+	kvTokens = math.Max(kvTokens, 64*float64(cfg.BlockSize))
 
 	// Prefix cache: shared prefixes stay resident unless the cache is full.
 	residency := 1 - 0.8*clamp((in.kvUsage-0.85)/0.15, 0, 1)
@@ -286,6 +298,10 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	abandoned := in.queue * (1 - math.Exp(-dt/abandonAfter))
 	in.queue = math.Max(0, in.queue+(lam-thr)*dt-abandoned)
 	in.cnt.success[2] += abandoned
+	// The gateway stops admitting once the engine holds more than
+	// gatewayQueueS of work; it answers the rest 429 itself, so they never
+	// reach vLLM's counters.
+	in.queue = math.Min(in.queue, math.Max(gatewayQueueMin, mu*gatewayQueueS))
 
 	// Little's law for the running batch, B = thr*S(B), solved by Newton
 	// steps on the locally linear service time.
@@ -324,6 +340,7 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	in.waiting = math.Floor(math.Max(0, in.queue+lam*(wq-st/2)) + in.rng.Float64())
 	in.svc = svc
 	in.kvUsage = math.Min(1, b*ctxSeq/kvTokens)
+	in.kvNeed, in.ctxSeq = b*ctxSeq, ctxSeq
 
 	// Request latencies.
 	pre := tPre(b) * (1 + preempt)
@@ -390,7 +407,12 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	sm := busyDec*occ + fp*0.93
 	gr := math.Min(1, busyDec+fp)
 	flopsDone := (thr*lpUnc + decodeSteps*b*(k+1)) * 2 * spec.Params / g
-	bytesRead := decodeSteps * (wGPU + b*ctxRead*kvTok/g)
+	// Every engine step streams the weight shard and the running batch's
+	// KV; with chunked prefill a prompt chunk rides in a step with the
+	// decodes, and its KV is written once. A bigger batch therefore moves
+	// more bytes per step whether the step is decoding or prefilling.
+	prefillSteps := thr * math.Ceil(math.Max(1, lpUnc+recompute)/math.Max(64, budget-b*(k+1)))
+	bytesRead := (decodeSteps+prefillSteps)*(wGPU+b*ctxRead*kvTok/g) + thr*(lpUnc+recompute)*kvTok/g
 	for i := range in.gpus {
 		gs := &in.gpus[i]
 		jit := func(s float64) float64 { return 1 + s*in.rng.NormFloat64() }
@@ -407,7 +429,10 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 		}
 		thermalR := gpu.ThermalCPerW * (1 + (ph.thermalR-1)*sev)
 		ambient := gpu.AmbientC + ph.ambientC*sev + gs.offsetC
-		limit := gpu.PowerLimitW * (1 - (1-ph.powerLimit)*sev)
+		limit := gpu.PowerLimitW
+		if i < len(ph.powerCapW) {
+			limit = math.Min(limit, gpu.PowerLimitW-(gpu.PowerLimitW-ph.powerCapW[i])*sev)
+		}
 		demand := (gpu.PowerLimitW - gpu.IdlePowerW) * (0.55*gs.smActive + 0.3*gs.dram + 0.35*gs.tensor)
 		powerClock := 1.0
 		if gpu.IdlePowerW+demand > limit {

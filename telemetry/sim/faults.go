@@ -109,14 +109,52 @@ func (c *Cluster) physicsFor(in *instance, t time.Time) physics {
 		if t.Before(f.Start) || (f.Duration > 0 && !t.Before(f.Start.Add(f.Duration))) {
 			continue
 		}
-		s := f.Severity * math.Min(1, float64(t.Sub(f.Start))/float64(rampUp))
-		applyFault(&ph, f.Cause, s, f.Scope.Instance != "", in)
+		s := effectSize(f.Severity) * math.Min(1, float64(t.Sub(f.Start))/float64(rampUp))
+		applyFault(&ph, f.Cause, s, f.Scope.Instance != "", in, in.onsetState(f.id))
 	}
 	return ph
 }
 
-// applyFault changes the physical parameters one cause acts on.
-func applyFault(ph *physics, cause string, s float64, oneInstance bool, in *instance) {
+// effectSize maps a severity to the size of the physical change. A fault
+// of any severity above zero is a real change: the mildest is about a
+// quarter of the strongest, which puts it a few standard deviations off
+// the metrics the cause moves rather than inside their noise.
+func effectSize(severity float64) float64 {
+	if severity <= 0 {
+		return 0
+	}
+	return 0.25 + 0.75*severity
+}
+
+// onsetState is what an instance looked like when a fault first acted on
+// it: faults that are sized against the running deployment (a co-tenant
+// that leaves the KV pool too small for the working set, a power cap below
+// the draw) read it, so that they stay put while the state they cause
+// evolves.
+type onsetState struct {
+	kvNeed float64   // unique KV tokens the running batch held
+	ctx    float64   // mean context of a running sequence, tokens
+	powerW []float64 // per-GPU board power
+}
+
+func (in *instance) onsetState(id string) onsetState {
+	if st, ok := in.onset[id]; ok {
+		return st
+	}
+	if in.onset == nil {
+		in.onset = map[string]onsetState{}
+	}
+	st := onsetState{kvNeed: in.kvNeed, ctx: in.ctxSeq}
+	for _, g := range in.gpus {
+		st.powerW = append(st.powerW, g.powerW)
+	}
+	in.onset[id] = st
+	return st
+}
+
+// applyFault changes the physical parameters one cause acts on; s is the
+// effect size (0..1, ramped), at the instance's state at the fault's onset.
+func applyFault(ph *physics, cause string, s float64, oneInstance bool, in *instance, at onsetState) {
 	switch cause {
 	case metrics.CauseMemoryBandwidthBound:
 		// A co-tenant streaming through HBM (or degraded HBM): less
@@ -124,19 +162,27 @@ func applyFault(ph *physics, cause string, s float64, oneInstance bool, in *inst
 		ph.bwFactor *= 1 - 0.6*s
 		ph.neighbourDRAM += 0.5 * s
 	case metrics.CauseGPUThrottling:
-		// Failing fans or hot inlet air plus a power brake.
-		ph.thermalR *= 1 + 2*s
+		// The rack's power controller caps the boards below their draw
+		// (clocks-event reason SW power cap) while failing fans and hot
+		// inlet air push the die toward the slowdown temperature.
+		ph.thermalR *= 1 + 1.5*s
 		ph.ambientC += 15 * s
-		ph.powerLimit *= 1 - 0.5*s
+		ph.powerCapW = make([]float64, len(at.powerW))
+		for i, w := range at.powerW {
+			ph.powerCapW[i] = math.Max(H100.IdlePowerW+40, w*(1-0.45*s))
+		}
 		if oneInstance {
 			ph.hotGPU = 0
 		}
 	case metrics.CauseKVCacheEviction:
-		// A co-tenant claims GPU memory (the KV pool shrinks) while
-		// sessions get longer and more diverse.
-		ph.kvPool *= math.Pow(kvReference(in), 1.1*s)
-		ph.ctxGrowth *= 1 + 0.3*s
-		ph.prefixShare *= 1 - 0.4*s
+		// Longer, more diverse sessions arrive while a co-tenant process
+		// claims GPU memory: the KV pool left to the engine is smaller
+		// than the working set it held, so blocks are evicted and
+		// sequences preempted and recomputed.
+		ph.ctxGrowth *= 1 + 0.5*s
+		ph.prefixShare *= 1 - 0.5*s
+		need := math.Max(at.kvNeed, 4*at.ctx) * (1 + 0.5*s)
+		ph.kvPoolTokens = need / (1 + 1.5*s)
 	case metrics.CauseLongPromptPrefill:
 		ph.promptScale *= 1 + 2.5*s
 	case metrics.CausePrefixCacheMiss:
@@ -148,13 +194,10 @@ func applyFault(ph *physics, cause string, s float64, oneInstance bool, in *inst
 	case metrics.CauseQueueBacklog:
 		ph.surge = math.Max(ph.surge, 0.9+0.7*s)
 	case metrics.CauseGPUUnderutilized:
-		if oneInstance {
-			// The router sends most of the model's traffic elsewhere.
-			ph.route *= 1 - 0.9*s
-		} else {
-			// max_num_seqs misconfigured very low.
-			ph.maxSeqs = max(1, int(math.Round(48*math.Pow(1-s, 2.5))))
-		}
+		// A load-balancer weight change sends most of the traffic to
+		// another pool: requests keep flowing, but the batches get small
+		// and the GPUs idle between steps.
+		ph.keep *= math.Exp(-3.5 * s)
 	case metrics.CauseTransportLatency:
 		ph.netDelayS += 0.05 + 1.5*s
 	case metrics.CauseEngineErrors:
@@ -167,17 +210,4 @@ func applyFault(ph *physics, cause string, s float64, oneInstance bool, in *inst
 		// Tokenizer, scheduler or kernel-launch time on the CPU.
 		ph.hostMs += 12 * s
 	}
-}
-
-// kvReference is the share of the KV pool the instance's sequences fill at
-// the weekday peak: shrinking the pool by this factor fills it.
-func kvReference(in *instance) float64 {
-	spec, cfg := in.model.spec, in.cfg
-	tr := traceTables[spec.Trace]
-	g := float64(cfg.TensorParallelSize)
-	pool := (cfg.GPUMemoryUtilization*H100.MemoryMiB*(1<<20) - spec.WeightBytes()/g - 3.5*(1<<30)) * g
-	tokens := pool / spec.KVBytesPerToken()
-	peakBatch := spec.PeakRPS * 2 * tr.MeanGen * 0.012 // rough sequences at peak
-	need := peakBatch * (tr.MeanCtx + tr.MeanGen)
-	return clamp(need/tokens, 0.005, 0.9)
 }

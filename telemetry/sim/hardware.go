@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -60,7 +61,8 @@ type ModelSpec struct {
 }
 
 // KVBytesPerToken is the K and V cache size of one token over all layers
-// in BF16.
+// in BF16: layers x KV heads x head dim x 2 (K and V) x 2 bytes. Under
+// tensor parallelism each GPU holds 1/TP of it.
 func (m ModelSpec) KVBytesPerToken() float64 {
 	return 2 * float64(m.Layers*m.KVHeads*m.HeadDim) * 2
 }
@@ -132,4 +134,21 @@ func (c EngineConfig) Validate() error {
 		return fmt.Errorf("block_size %d is not 8, 16 or 32", c.BlockSize)
 	}
 	return nil
+}
+
+// activationReserveBytes is the per-GPU memory vLLM keeps outside the KV
+// pool for activations, CUDA graphs and the NCCL buffers.
+const activationReserveBytes = 3.5 * (1 << 30)
+
+// kvPoolTokens is the KV-cache capacity of an instance in tokens, as vLLM
+// sizes it at start-up: per GPU, gpu_memory_utilization of the framebuffer
+// minus the weight shard and the activation reserve, in whole blocks of
+// block_size tokens, each token taking the model's KV bytes divided by the
+// tensor-parallel degree (the KV heads are split across the GPUs).
+func kvPoolTokens(m ModelSpec, cfg EngineConfig) float64 {
+	g := float64(max(1, cfg.TensorParallelSize))
+	perGPU := cfg.GPUMemoryUtilization*H100.MemoryMiB*(1<<20) - m.WeightBytes()/g - activationReserveBytes
+	blockBytes := float64(max(1, cfg.BlockSize)) * m.KVBytesPerToken() / g
+	blocks := math.Floor(math.Max(0, perGPU) / blockBytes)
+	return blocks * float64(cfg.BlockSize)
 }

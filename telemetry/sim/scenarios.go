@@ -250,8 +250,10 @@ func catalogValues(prev, cur []capture, profiling bool) metrics.Values {
 	hp99(metrics.E2EP99, func(h *histograms) *histogram { return h.e2e })
 	hmean(metrics.TTFT, func(h *histograms) *histogram { return h.ttft })
 	hp99(metrics.TTFTP99, func(h *histograms) *histogram { return h.ttft })
-	hmean(metrics.TPOT, func(h *histograms) *histogram { return h.itl })
-	hp99(metrics.TPOTP99, func(h *histograms) *histogram { return h.itl })
+	// TPOT is per output token, from the per-request histogram
+	// (vllm:request_time_per_output_token_seconds), as the catalog reads it.
+	hmean(metrics.TPOT, func(h *histograms) *histogram { return h.tpot })
+	hp99(metrics.TPOTP99, func(h *histograms) *histogram { return h.tpot })
 	hmean(metrics.QueueTime, func(h *histograms) *histogram { return h.queue })
 	hmean(metrics.PrefillTime, func(h *histograms) *histogram { return h.prefill })
 	hmean(metrics.DecodeTime, func(h *histograms) *histogram { return h.decode })
