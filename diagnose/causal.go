@@ -174,7 +174,9 @@ func rankCauses(findings []Finding, base map[string]Deviation, anomalous []strin
 		if f.Score <= 0 {
 			continue
 		}
-		cov := 0.0
+		// With nothing anomalous (no baseline, or a finding from absolute
+		// limits alone) there is nothing to explain, and no penalty.
+		cov := 1.0
 		if len(anomalous) > 0 {
 			cov = float64(explains(f.RootCause, anomalous)) / float64(len(anomalous))
 		}

@@ -74,6 +74,9 @@ type Diagnosis struct {
 	SimilarCases  []SimilarCase `json:"similar_cases"`
 	EngineVersion string        `json:"engine_version"`
 	Missing       []string      `json:"missing,omitempty"` // catalog ids the rules wanted but the snapshot lacked
+	// Notes are sentences about how the diagnosis was reached: a missing
+	// baseline, or similar cases that changed the rules' answer and why.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Deviation is one metric's distance from its own baseline.

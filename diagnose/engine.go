@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"fmt"
 	"math"
 	"sort"
 
@@ -63,6 +64,9 @@ const (
 func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 	base := Deviations(s)
 	in := Input{Snapshot: s, Baseline: base}
+	counts := historyCounts(s)
+	foot := footing(s, counts)
+	baseVals := baselineValues(base, counts)
 
 	var anomalous []string
 	signals, maxBad := 0, 0.0
@@ -93,7 +97,7 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 	findings := make([]Finding, 0, len(e.rules))
 	missingSet := map[string]bool{}
 	for _, r := range e.rules {
-		f := safeEvaluate(r, in)
+		f := blendAbsolute(safeEvaluate(r, in), s, base, baseVals)
 		findings = append(findings, f)
 		for _, id := range f.Missing {
 			missingSet[id] = true
@@ -120,12 +124,12 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 	switch {
 	case !significant:
 		d.RootCause = m.CauseNone
-		d.Confidence = noneConfidence(top, maxBad)
+		d.Confidence = round3(noneConfidence(top, maxBad) * footingFactor(foot))
 		d.Candidates = append(d.Candidates, Candidate{RootCause: m.CauseNone, Score: round3(1 - top), Source: SourceBaseline})
 	case top >= e.minScore:
 		w := rankedList[0]
 		d.RootCause = w.finding.RootCause
-		d.Confidence = calibrate(top, second)
+		d.Confidence = round3(calibrate(top, second) * footingFactor(foot))
 		d.Evidence = append(d.Evidence, w.finding.Evidence...)
 		d.CausalChain = chain(d.RootCause, base, isAnom)
 	default:
@@ -143,8 +147,14 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 		d.Candidates = append(d.Candidates, Candidate{RootCause: r.finding.RootCause, Score: round3(r.score), Source: SourceRule})
 	}
 	d.Evidence = appendAnomalies(d.Evidence, s, base, anomalous)
+	switch {
+	case foot == 0:
+		d.Notes = append(d.Notes, noteNoBaseline)
+	case foot < 0.9:
+		d.Notes = append(d.Notes, fmt.Sprintf(noteShortBaseline, 100*foot))
+	}
 	d.Title = causeTitle(d.RootCause)
-	d.Severity = severity(in, d.RootCause)
+	d.Severity = severity(in, d.RootCause, foot)
 	d.Actions = actionsFor(d.RootCause)
 	for _, mt := range m.Catalog {
 		if missingSet[mt.ID] {
@@ -226,6 +236,13 @@ func calibrate(s1, s2 float64) float64 {
 	return round3(0.45 + 0.5*strength*(0.4+0.6*margin))
 }
 
+// footingFactor scales a confidence by the share of metrics with a
+// baseline: a diagnosis from absolute limits alone keeps 70% of the
+// confidence the same scores would earn with a full history. Absolute
+// limits are general (they hold for any deployment), so they are weaker
+// evidence of this deployment's fault than its own history is.
+func footingFactor(foot float64) float64 { return 0.7 + 0.3*math.Max(0, math.Min(1, foot)) }
+
 // noneConfidence: nothing crossed the bar. Incidents are opened because
 // something looked wrong, and a clean snapshot rules out large faults, not
 // small ones below the 3-sigma bar, so "none" is never near-certain: at
@@ -248,7 +265,11 @@ func unknownConfidence(top float64) float64 {
 // latency at 3x its baseline or half the throughput gone. Warning: 1%
 // failing, +20% latency or -10% throughput. Info otherwise (waste, not
 // pain).
-func severity(in Input, cause string) Severity {
+//
+// Without a baseline (footing under one half) latency multiples cannot be
+// read, so a named cause that costs latency is at least a warning, and
+// critical when requests spend half their time queued.
+func severity(in Input, cause string, foot float64) Severity {
 	if cause == m.CauseNone {
 		return SeverityInfo
 	}
@@ -268,10 +289,15 @@ func severity(in Input, cause string) Severity {
 			thrLoss = 1 - x/d.Mean
 		}
 	}
+	unbased := foot < 0.5 && cause != m.CauseUnknown && cause != m.CauseGPUUnderutilized
+	queued := 0.0
+	if unbased {
+		queued, _ = queueShare(cur)
+	}
 	switch {
-	case errRate >= 0.05 || lat >= 3 || thrLoss >= 0.5:
+	case errRate >= 0.05 || lat >= 3 || thrLoss >= 0.5 || queued >= 0.5:
 		return SeverityCritical
-	case errRate >= 0.01 || lat >= 1.2 || thrLoss >= 0.1:
+	case errRate >= 0.01 || lat >= 1.2 || thrLoss >= 0.1 || unbased:
 		return SeverityWarning
 	}
 	return SeverityInfo

@@ -117,7 +117,36 @@ var remarks = map[string]string{
 	remarkStarved:       "The GPU is waiting on the host.",
 	remarkBatchFine:     "The batch is not small, so the GPU should be busy.",
 	remarkCapped:        "Requests wait while the batch shrank: the scheduler admits fewer sequences than the GPU could take.",
+	"abs_errors":        "A healthy engine fails well under 1% of requests.",
+	"abs_kv":            "Past the ~90% knee every new sequence forces a preemption.",
+	"abs_queue":         "The queue is deeper than the running batch: the engine cannot admit the work.",
+	"abs_idle":          "Requests wait while the batch is small and the SMs idle.",
+	"abs_clock":         "A busy data-centre GPU below ~1,400 MHz, or near 85-90 C, is held back by a thermal or power limit.",
+	"abs_gateway":       "A healthy gateway adds a few milliseconds; this much time is spent outside the engine.",
+	"abs_rejected":      "A useful draft model has most of its tokens accepted.",
+	"abs_dram":          "HBM bandwidth is at its saturation knee.",
+	"abs_host":          "A large batch should keep the SMs busy; the time goes elsewhere.",
 }
+
+// absRemark is the physical limit an absolute signature read, added to
+// the first reading it cites.
+var absRemark = map[string]string{
+	m.CauseEngineErrors:          "abs_errors",
+	m.CauseKVCacheEviction:       "abs_kv",
+	m.CauseQueueBacklog:          "abs_queue",
+	m.CauseGPUUnderutilized:      "abs_idle",
+	m.CauseGPUThrottling:         "abs_clock",
+	m.CauseTransportLatency:      "abs_gateway",
+	m.CauseSpecDecodeDegradation: "abs_rejected",
+	m.CauseMemoryBandwidthBound:  "abs_dram",
+	m.CauseHostOverhead:          "abs_host",
+}
+
+// Notes a diagnosis carries about its own footing.
+const (
+	noteNoBaseline    = "No usable history: the diagnosis rests on absolute limits only, so its confidence is lowered."
+	noteShortBaseline = "Only part of the metrics have a baseline (%.0f%%); the confidence is lowered accordingly."
+)
 
 // formatValue renders a metric value in its unit.
 func formatValue(id string, x float64) string {

@@ -22,8 +22,9 @@ func evalCmd(ctx context.Context, args []string, env func(string) string, stdout
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	corpus := fs.String("corpus", "", "labelled corpus, JSON Lines of metrics.Case (required)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	noHistory := fs.Bool("no-history", false, "drop every case's history before diagnosing, to measure the engine without baselines")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: casebook eval --corpus FILE.jsonl [--json]\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: casebook eval --corpus FILE.jsonl [--no-history] [--json]\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, env, stderr); err != nil {
@@ -54,6 +55,9 @@ func evalCmd(ctx context.Context, args []string, env func(string) string, stdout
 			skipped++
 			fmt.Fprintf(stderr, "eval: %s line %d: %v\n", *corpus, rec.line, err)
 			return nil
+		}
+		if *noHistory {
+			c.History = nil
 		}
 		ev.AddCase(c, e.Diagnose(c.Snapshot))
 		return nil
