@@ -177,6 +177,7 @@ func (h *Incidents) buildView(ctx context.Context, p store.Page, shares []store.
 		v.Shares = append(v.Shares, views.ShareRow{ID: s.ID, CreatedBy: s.CreatedBy, CreatedAt: s.CreatedAt,
 			ExpiresAt: s.ExpiresAt, RevokedAt: s.RevokedAt, Active: s.Active(now)})
 	}
+	v.Traces = h.tracesView(ctx, inc.ID, readOnly)
 	return v
 }
 

@@ -71,6 +71,9 @@ type IncidentDeps struct {
 	Before, After time.Duration
 	// Step is the archived windows' resolution; zero means 30 s.
 	Step time.Duration
+	// TraceMaxBytes bounds a kernel-trace upload; zero means
+	// DefaultTraceMaxBytes (512 MiB).
+	TraceMaxBytes int64
 }
 
 // Incidents serves the incident archive: the Alertmanager webhook, the
@@ -144,6 +147,7 @@ func (h *Incidents) Register(g *echo.Group) {
 	g.POST("/api/v1/incidents/:id/labels", h.APILabel).Name = RouteAPIIncidentLabel
 	g.POST("/api/v1/incidents/:id/notes", h.APINote).Name = RouteAPIIncidentNote
 	g.GET("/api/v1/incidents/:id/export", h.APIExport).Name = RouteAPIIncidentExport
+	h.registerTraces(g)
 }
 
 func (h *Incidents) layout(title, nav string) views.LayoutView {

@@ -70,6 +70,8 @@ type IncidentView struct {
 	TrueCauseTitle string
 	Causes         []CauseOption
 	Shares         []ShareRow
+	// Traces is the kernel-trace section (level 4 of the latency decomposition).
+	Traces TracesView
 	// NewShareURL is shown once, right after a share link is created.
 	NewShareURL string
 	// ReadOnly hides every form and link out of the incident (shared view).

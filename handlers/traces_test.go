@@ -1,0 +1,360 @@
+package handlers_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/metrics"
+	"github.com/casebook/casebook/store"
+	"github.com/casebook/casebook/views"
+	"github.com/casebook/casebook/web"
+)
+
+// newTraceFixture is the archive fixture with a trace upload limit
+// (0 means the default).
+func newTraceFixture(t testing.TB, maxBytes int64) *archiveFixture {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "casebook.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tel := sharedTel()
+	var srvLayout func(string, string) views.LayoutView
+	f := newFixture(t, tel, func(o *web.Options) {
+		inc := handlers.NewIncidents(handlers.IncidentDeps{
+			Archive: st, Capture: tel, Diagnoser: o.Diagnoser, AlertToken: alertToken,
+			Layout: func(title, nav string) views.LayoutView { return srvLayout(title, nav) },
+			Now:    o.Now, TraceMaxBytes: maxBytes,
+		})
+		o.Incidents, o.IncidentOpener = inc, inc
+	})
+	srvLayout = web.New(f.opts).Handlers.Layout
+	return &archiveFixture{fixture: f, st: st}
+}
+
+func readFixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "traces", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// multipartBody builds a form with a trace file and optional fields.
+func multipartBody(t testing.TB, filename string, data []byte, fields ...string) (io.Reader, map[string]string) {
+	t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	for i := 0; i+1 < len(fields); i += 2 {
+		if err := mw.WriteField(fields[i], fields[i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if data != nil {
+		fw, err := mw.CreateFormFile("file", filename)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw.Write(data)
+	}
+	if err := mw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return &buf, map[string]string{"Content-Type": mw.FormDataContentType()}
+}
+
+// chunked hides the body's length, so the server cannot refuse it from
+// Content-Length and must count while streaming.
+type chunked struct{ r io.Reader }
+
+func (c chunked) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// chromeTrace writes a small PyTorch-profiler trace: steps profiler steps,
+// each with a GEMM and an attention kernel on stream 7 and a kernel named
+// odd on stream 9, idle gaps between them. Durations are microseconds.
+func chromeTrace(steps int, gemm, attention, oddDur float64, odd string) []byte {
+	var ev []string
+	ts := 1000.0
+	for s := 1; s <= steps; s++ {
+		start := ts
+		add := func(name string, stream int, dur float64) {
+			n, _ := json.Marshal(name)
+			ev = append(ev, fmt.Sprintf(`{"ph":"X","cat":"kernel","name":%s,"pid":0,"tid":%d,"ts":%.3f,"dur":%.3f,"args":{"device":0,"stream":%d}}`,
+				n, stream, ts, dur, stream))
+			ts += dur + 5
+		}
+		add("sm90_xmma_gemm_bf16bf16_bf16f32", 7, gemm)
+		add("flash_fwd_splitkv_kernel", 7, attention)
+		add(odd, 9, oddDur)
+		ev = append(ev, fmt.Sprintf(`{"ph":"X","cat":"user_annotation","name":"ProfilerStep#%d","pid":0,"tid":1,"ts":%.3f,"dur":%.3f}`,
+			s, start, ts-start))
+		ts += 40
+	}
+	return []byte(`{"schemaVersion":1,"traceEvents":[` + strings.Join(ev, ",") + `]}`)
+}
+
+type traceReply struct {
+	Trace    store.Trace `json:"trace"`
+	Evidence []struct {
+		Cause string `json:"cause"`
+		Key   string `json:"key"`
+	} `json:"evidence"`
+}
+
+func TestTraceUpload(t *testing.T) {
+	f := newTraceFixture(t, 0)
+	id := f.openViaAlert(t, "00000000000000t1", "TPOT up")
+	api := fmt.Sprintf("/api/v1/incidents/%d/traces", id)
+	page := fmt.Sprintf("/incidents/%d/traces", id)
+	jsonTrace := readFixture(t, "llama8b_tp2.pt.trace.json")
+	gzTrace := readFixture(t, "llama8b_tp2.pt.trace.json.gz")
+	nsys := readFixture(t, "llama8b_tp2.nsys.sqlite")
+
+	raw := func(b []byte) (io.Reader, map[string]string) {
+		return bytes.NewReader(b), map[string]string{"Content-Type": "application/octet-stream"}
+	}
+	cases := []struct {
+		name     string
+		path     string
+		body     func() (io.Reader, map[string]string)
+		status   int
+		wantKind string
+		wantRole store.TraceRole
+		wantName string
+		wantMsg  string
+	}{
+		{"JSON, raw body", api + "?name=llama8b_tp2.pt.trace.json", func() (io.Reader, map[string]string) { return raw(jsonTrace) },
+			http.StatusCreated, "chrome", store.TraceIncident, "llama8b_tp2.pt.trace.json", ""},
+		{"gzip, multipart baseline", api, func() (io.Reader, map[string]string) {
+			return multipartBody(t, "healthy.pt.trace.json.gz", gzTrace, "role", "baseline")
+		}, http.StatusCreated, "chrome+gzip", store.TraceBaseline, "healthy.pt.trace.json.gz", ""},
+		{"nsys, page form", page, func() (io.Reader, map[string]string) {
+			return multipartBody(t, `C:\captures\slow.nsys.sqlite`, nsys, "role", "incident")
+		}, http.StatusSeeOther, "nsight", store.TraceIncident, "slow.nsys.sqlite", ""},
+		{"nsys, raw body named by Content-Disposition", api, func() (io.Reader, map[string]string) {
+			return bytes.NewReader(nsys), map[string]string{"Content-Disposition": `attachment; filename="node3.nsys.sqlite"`}
+		}, http.StatusCreated, "nsight", store.TraceIncident, "node3.nsys.sqlite", ""},
+		{"garbage", api, func() (io.Reader, map[string]string) { return raw([]byte("hello, this is not a trace")) },
+			http.StatusBadRequest, "", "", "", "not a readable trace"},
+		{"truncated JSON", api, func() (io.Reader, map[string]string) { return raw(jsonTrace[:len(jsonTrace)/2]) },
+			http.StatusBadRequest, "", "", "", "not a readable trace"},
+		{"no GPU activity", api, func() (io.Reader, map[string]string) {
+			return raw([]byte(`{"traceEvents":[{"ph":"X","cat":"cpu_op","name":"aten::mm","ts":1,"dur":2}]}`))
+		}, http.StatusBadRequest, "", "", "", "no GPU kernel"},
+		{"empty body", api, func() (io.Reader, map[string]string) { return raw(nil) },
+			http.StatusBadRequest, "", "", "", "empty"},
+		{"form without a file", page, func() (io.Reader, map[string]string) { return multipartBody(t, "", nil, "role", "incident") },
+			http.StatusBadRequest, "", "", "", "no trace file"},
+		{"unknown role", api + "?role=healthy", func() (io.Reader, map[string]string) { return raw(jsonTrace) },
+			http.StatusBadRequest, "", "", "", "healthy"},
+		{"unknown incident", "/api/v1/incidents/987654/traces", func() (io.Reader, map[string]string) { return raw(jsonTrace) },
+			http.StatusNotFound, "", "", "", ""},
+	}
+	stored := 0
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body, hdr := tc.body()
+			r := f.do(t, http.MethodPost, tc.path, body, hdr)
+			if r.status != tc.status {
+				t.Fatalf("status %d, want %d: %.400s", r.status, tc.status, r.body)
+			}
+			if tc.wantMsg != "" && !strings.Contains(r.body, tc.wantMsg) {
+				t.Errorf("answer %.400q lacks %q", r.body, tc.wantMsg)
+			}
+			if r.status >= 400 {
+				return
+			}
+			stored++
+			ts, err := f.st.Traces(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(ts) != stored {
+				t.Fatalf("%d traces stored, want %d", len(ts), stored)
+			}
+			got := ts[len(ts)-1]
+			if got.Kind != tc.wantKind || got.Role != tc.wantRole || got.Name != tc.wantName || got.Size <= 0 {
+				t.Errorf("stored %s %s %q (%d bytes), want %s %s %q", got.Kind, got.Role, got.Name, got.Size, tc.wantKind, tc.wantRole, tc.wantName)
+			}
+			var sum struct {
+				Activities int `json:"activities"`
+			}
+			if err := json.Unmarshal(got.Summary, &sum); err != nil || sum.Activities != 444 {
+				t.Errorf("stored summary: %d activities (%v), want the fixture's 444", sum.Activities, err)
+			}
+			if r.status == http.StatusCreated {
+				var rep traceReply
+				if err := json.Unmarshal([]byte(r.body), &rep); err != nil || rep.Trace.ID != got.ID {
+					t.Errorf("reply %.300s (%v) does not name trace %d", r.body, err, got.ID)
+				}
+			}
+		})
+	}
+
+	r := f.do(t, http.MethodGet, api, nil, nil)
+	var list struct {
+		Traces []store.Trace `json:"traces"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &list); err != nil || r.status != 200 || len(list.Traces) != stored {
+		t.Errorf("GET %s: %d, %d traces (%v), want %d", api, r.status, len(list.Traces), err, stored)
+	}
+}
+
+func TestTraceUploadLimit(t *testing.T) {
+	const limit = 64 << 10
+	f := newTraceFixture(t, limit)
+	id := f.openViaAlert(t, "00000000000000t2", "TPOT up")
+	api := fmt.Sprintf("/api/v1/incidents/%d/traces", id)
+	jsonTrace := readFixture(t, "llama8b_tp2.pt.trace.json")  // 360 KiB
+	gzTrace := readFixture(t, "llama8b_tp2.pt.trace.json.gz") // 20 KiB, 360 KiB decompressed
+	nsys := readFixture(t, "llama8b_tp2.nsys.sqlite")         // 60 KiB
+
+	cases := []struct {
+		name   string
+		path   string
+		body   func() (io.Reader, map[string]string)
+		status int
+		msg    string
+	}{
+		{"raw, declared length", api, func() (io.Reader, map[string]string) { return bytes.NewReader(jsonTrace), nil },
+			http.StatusRequestEntityTooLarge, "64 KiB limit"},
+		{"raw, streamed", api, func() (io.Reader, map[string]string) { return chunked{bytes.NewReader(jsonTrace)}, nil },
+			http.StatusRequestEntityTooLarge, "64 KiB limit"},
+		{"multipart form", fmt.Sprintf("/incidents/%d/traces", id), func() (io.Reader, map[string]string) {
+			return multipartBody(t, "big.json", jsonTrace)
+		}, http.StatusRequestEntityTooLarge, "64 KiB limit"},
+		{"gzip expanding past the limit", api, func() (io.Reader, map[string]string) { return bytes.NewReader(gzTrace), nil },
+			http.StatusRequestEntityTooLarge, "256 KiB decompressed"},
+		{"under the limit", api, func() (io.Reader, map[string]string) { return bytes.NewReader(nsys), nil },
+			http.StatusCreated, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			body, hdr := tc.body()
+			r := f.do(t, http.MethodPost, tc.path, body, hdr)
+			if r.status != tc.status || !strings.Contains(r.body, tc.msg) {
+				t.Errorf("status %d, want %d with %q: %.400s", r.status, tc.status, tc.msg, r.body)
+			}
+		})
+	}
+	if ts, _ := f.st.Traces(context.Background(), id); len(ts) != 1 {
+		t.Errorf("%d traces stored, want only the one under the limit", len(ts))
+	}
+}
+
+func TestTracePanel(t *testing.T) {
+	f := newTraceFixture(t, 0)
+	id := f.openViaAlert(t, "00000000000000t3", "TPOT up")
+	page := fmt.Sprintf("/incidents/%d", id)
+	api := page + "/traces"
+	hostile := `<script>alert("k")</script><img src=x onerror=alert(1)>_rms_norm_kernel`
+
+	get := func() string {
+		t.Helper()
+		r := f.do(t, http.MethodGet, page, nil, nil)
+		if r.status != 200 {
+			t.Fatalf("GET %s: %d %.300s", page, r.status, r.body)
+		}
+		return r.body
+	}
+	post := func(name, role string, data []byte) {
+		t.Helper()
+		body, hdr := multipartBody(t, name, data, "role", role)
+		if r := f.do(t, http.MethodPost, api, body, hdr); r.status != http.StatusSeeOther {
+			t.Fatalf("upload %s: %d %.300s", name, r.status, r.body)
+		}
+	}
+
+	body := get()
+	for _, w := range []string{`data-testid="traces"`, `data-testid="trace-none"`, `data-testid="trace-upload-form"`, `enctype="multipart/form-data"`, "512 MiB"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("page without traces lacks %q", w)
+		}
+	}
+
+	post("healthy.pt.trace.json", "baseline", chromeTrace(4, 300, 100, 40, hostile))
+	if body := get(); !strings.Contains(body, `data-testid="trace-no-incident"`) || strings.Contains(body, `data-testid="trace-summary"`) {
+		t.Error("with only a baseline the page should ask for an incident trace")
+	}
+	// The incident trace: attention doubled per step, the rest unchanged.
+	post("slow.pt.trace.json", "incident", chromeTrace(4, 300, 200, 40, hostile))
+
+	body = get()
+	for _, w := range []string{
+		`data-testid="trace-summary"`, `data-testid="trace-categories"`, `data-category="attention"`, `data-testid="trace-top"`,
+		`data-testid="trace-idle"`, `data-testid="trace-timeline"`, `<svg xmlns="http://www.w3.org/2000/svg" class="trace-timeline"`,
+		`data-testid="trace-compare"`, `data-testid="trace-headline"`, "Attention + KV write time doubled per step", "per profiler step",
+		`data-testid="kernel-evidence"`, `data-cause="` + metrics.CauseMemoryBandwidthBound + `"`, `data-key="trace.attention_ratio"`,
+		`data-testid="trace-list"`, "healthy.pt.trace.json", "slow.pt.trace.json",
+	} {
+		if !strings.Contains(body, w) {
+			t.Errorf("incident page lacks %q", w)
+		}
+	}
+	// Kernel evidence sits under the diagnosis.
+	if d, k := strings.Index(body, `data-testid="diagnosis"`), strings.Index(body, `data-testid="kernel-evidence"`); d < 0 || k < d {
+		t.Errorf("kernel evidence at %d, diagnosis at %d: want it under the diagnosis", k, d)
+	}
+	// The hostile kernel name appears in the top-kernels table and in the
+	// timeline's lane title, escaped in both.
+	if strings.Contains(body, `<script>alert("k")`) || strings.Contains(body, `<img src=x`) {
+		t.Error("hostile kernel name rendered unescaped")
+	}
+	if n := strings.Count(body, `&lt;script&gt;alert(`); n < 2 {
+		t.Errorf("escaped kernel name appears %d times, want the table and the timeline", n)
+	}
+
+	// The shared read-only view shows the traces without any form.
+	ts, err := f.st.Traces(context.Background(), id)
+	if err != nil || len(ts) != 2 {
+		t.Fatalf("traces: %v, %v", ts, err)
+	}
+	del := fmt.Sprintf("%s/%d/delete", api, ts[1].ID)
+	if !strings.Contains(body, `action="`+del+`"`) {
+		t.Errorf("page lacks the remove form %s", del)
+	}
+	if r := f.do(t, http.MethodPost, fmt.Sprintf("%s/%d/delete", api, ts[1].ID+100), nil, nil); r.status != http.StatusNotFound {
+		t.Errorf("removing an unknown trace: %d, want 404", r.status)
+	}
+	if r := f.do(t, http.MethodPost, del, nil, nil); r.status != http.StatusSeeOther {
+		t.Fatalf("remove: %d %.300s", r.status, r.body)
+	}
+	body = get()
+	if strings.Contains(body, `data-testid="trace-compare"`) || !strings.Contains(body, `data-testid="trace-no-incident"`) {
+		t.Error("after removing the incident trace the page still compares")
+	}
+}
+
+func TestTracePanelSharedIsReadOnly(t *testing.T) {
+	f := newTraceFixture(t, 0)
+	id := f.openViaAlert(t, "00000000000000t4", "TPOT up")
+	body, hdr := multipartBody(t, "slow.json", chromeTrace(2, 300, 200, 40, "rms_norm_kernel"))
+	if r := f.do(t, http.MethodPost, fmt.Sprintf("/incidents/%d/traces", id), body, hdr); r.status != http.StatusSeeOther {
+		t.Fatalf("upload: %d %.300s", r.status, r.body)
+	}
+	fb, fh := form("ttl", "168h", "by", "ana")
+	r := f.do(t, http.MethodPost, fmt.Sprintf("/incidents/%d/shares", id), fb, fh)
+	m := shareURL.FindStringSubmatch(r.body)
+	if r.status != http.StatusCreated || m == nil {
+		t.Fatalf("share: %d %.300s", r.status, r.body)
+	}
+	shared := f.do(t, http.MethodGet, "/share/"+m[1], nil, nil)
+	if shared.status != 200 || !strings.Contains(shared.body, `data-testid="trace-summary"`) {
+		t.Fatalf("shared page: %d, trace summary missing", shared.status)
+	}
+	if strings.Contains(shared.body, `<form`) {
+		t.Error("shared page offers trace forms")
+	}
+}
