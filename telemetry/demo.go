@@ -79,8 +79,12 @@ func (t *Telemetry) startDemo(ctx, bg context.Context, backfill time.Duration) e
 	// runs afterwards, in the background.
 	t.db.DisableCompactions()
 	began := time.Now()
-	n, err := backfillCluster(ctx, t.db, t.cluster, from, now, demoBackfillStep, fams, hostPortOf(demoBaseURL))
+	dst, done := t.backfillTarget(now)
+	n, err := backfillCluster(ctx, dst, t.cluster, from, now, demoBackfillStep, fams, hostPortOf(demoBaseURL))
 	t.db.EnableCompactions()
+	if err == nil {
+		err = done()
+	}
 	if err != nil {
 		return fmt.Errorf("telemetry: demo back-fill: %w", err)
 	}

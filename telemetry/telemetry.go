@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -29,6 +28,12 @@ type Options struct {
 	InstanceLabel  string        // default "pod"
 	DCGM           string        // "", "embedded" or a host:port of nv-hostengine
 	Logger         *slog.Logger
+
+	// Retentions of the embedded tiers (DataDir/tsdb raw, tsdb-1m and
+	// tsdb-1h aggregates); zero means 24 h, 30 days and 365 days.
+	RawRetention    time.Duration
+	MinuteRetention time.Duration
+	HourRetention   time.Duration
 }
 
 // Target is one /metrics endpoint to scrape. Labels are added to every
@@ -50,7 +55,8 @@ type Telemetry struct {
 	status  *statusBoard
 	res     resolutions
 
-	db      *tsdb.DB // nil in remote mode
+	db      *tsdb.DB // the raw tier; nil in remote mode
+	tiers   *tierSet // nil in remote mode
 	cluster *sim.Cluster
 	dcgm    *dcgmCollector
 
@@ -130,29 +136,34 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 		targets = append(targets, st)
 	}
 
-	// Demo data is synthetic and regenerated on every start, so it lives
-	// apart from scraped history and without a write-ahead log.
-	dir := filepath.Join(opts.DataDir, "tsdb")
-	if opts.Demo {
-		dir = filepath.Join(opts.DataDir, "tsdb-demo")
-		if err := os.RemoveAll(dir); err != nil {
-			cancel()
-			return nil, fmt.Errorf("telemetry: reset demo tsdb: %w", err)
-		}
-	}
-	db, err := openTSDB(dir, !opts.Demo, opts.Logger)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	t.db = db
-	t.querier = NewEmbeddedQuerier(db, opts.Logger)
 	t.res = resolutions{live: opts.ScrapeInterval}
 	for _, st := range targets {
 		if st.interval > t.res.live {
 			t.res.live = st.interval
 		}
 	}
+	// Demo data is synthetic and regenerated on every start, so it lives
+	// apart from scraped history and without a write-ahead log.
+	dir := filepath.Join(opts.DataDir, "tsdb")
+	if opts.Demo {
+		dir = filepath.Join(opts.DataDir, "tsdb-demo")
+		if err := resetDirs(dir); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
+	tiers, err := openTiers(dir, TierOptions{
+		RawRetention: opts.RawRetention, MinuteRetention: opts.MinuteRetention, HourRetention: opts.HourRetention,
+		WAL: !opts.Demo, Lateness: max(30*time.Second, 2*t.res.live), Logger: opts.Logger,
+	})
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	t.tiers = tiers
+	t.db = tiers.raw()
+	t.querier = newTieredQuerier(tiers, opts.Logger)
+	t.res.tiers = tiers
 
 	// The back-fill comes first: the TSDB head only takes samples up to an
 	// hour older than its newest, so nothing live may be appended before it.
@@ -164,8 +175,9 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 	}
 	client := &http.Client{}
 	for _, st := range targets {
-		t.startLoop(bg, newScrapeLoop(st, client, db, t.status))
+		t.startLoop(bg, newScrapeLoop(st, client, t.db, t.status))
 	}
+	t.startDownsampler(bg)
 	if opts.DCGM != "" {
 		t.startDCGM(bg, newDCGMAPI())
 	}
@@ -207,10 +219,8 @@ func (t *Telemetry) Close() error {
 		if t.dcgm != nil {
 			t.dcgm.close()
 		}
-		if t.db != nil {
-			if err := t.db.Close(); err != nil {
-				t.closeErr = fmt.Errorf("telemetry: close tsdb: %w", err)
-			}
+		if t.tiers != nil {
+			t.closeErr = t.tiers.close()
 		}
 	})
 	return t.closeErr

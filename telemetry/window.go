@@ -23,14 +23,21 @@ type resolutions struct {
 	// coarse is the interval of back-filled data before backfillEnd.
 	coarse      time.Duration
 	backfillEnd time.Time // zero when nothing was back-filled
+	// tiers, in the embedded mode, serve older data from the 1-minute and
+	// 1-hour aggregates.
+	tiers *tierSet
 }
 
-// at returns the coarsest resolution of the data in [from, to].
+// at returns the coarsest resolution of the data from `from` on.
 func (r resolutions) at(from time.Time) time.Duration {
+	res := r.live
 	if !r.backfillEnd.IsZero() && from.Before(r.backfillEnd) && r.coarse > r.live {
-		return r.coarse
+		res = r.coarse
 	}
-	return r.live
+	if r.tiers != nil {
+		res = max(res, r.tiers.resolutionAt(from))
+	}
+	return res
 }
 
 // rateWindow applies the $__rate_interval rule: max(step + resolution,
@@ -46,8 +53,14 @@ func rateWindow(step, res time.Duration) time.Duration {
 func (r resolutions) rangeWindow(start time.Time, step time.Duration) time.Duration {
 	res := r.live
 	w := rateWindow(step, res)
-	if r.at(start.Add(-w)) != res {
-		res = r.at(start.Add(-w))
+	// A wider window may reach coarser data; three rounds cover raw, 1m
+	// and 1h.
+	for range 3 {
+		next := r.at(start.Add(-w))
+		if next == res {
+			break
+		}
+		res = next
 		w = rateWindow(step, res)
 	}
 	return w

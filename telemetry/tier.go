@@ -1,0 +1,382 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/prometheus/promql"
+	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb"
+)
+
+// Default retentions of the embedded tiers.
+const (
+	DefaultRawRetention    = 24 * time.Hour
+	DefaultMinuteRetention = 30 * 24 * time.Hour
+	DefaultHourRetention   = 365 * 24 * time.Hour
+)
+
+// Tier names, as the storage page shows them.
+const (
+	TierRaw    = "raw"
+	TierMinute = "1m"
+	TierHour   = "1h"
+)
+
+// tierLevels are the resolutions of the downsampled tiers, by level: level
+// 0 is raw (its resolution is the scrape interval), 1 the 1-minute and 2
+// the 1-hour tier.
+var tierLevels = [3]time.Duration{0, time.Minute, time.Hour}
+
+var tierNames = [3]string{TierRaw, TierMinute, TierHour}
+
+// TierOptions configures the embedded tiers. Zero retentions take the
+// defaults.
+type TierOptions struct {
+	RawRetention    time.Duration
+	MinuteRetention time.Duration
+	HourRetention   time.Duration
+	// WAL keeps a write-ahead log in every tier (off for demo data, which
+	// is regenerated on every start).
+	WAL bool
+	// Lateness is how long after an interval ends the downsampler waits
+	// for its last samples before aggregating it (default 30 s, at least
+	// two scrape intervals).
+	Lateness time.Duration
+	Logger   *slog.Logger
+}
+
+func (o TierOptions) withDefaults() TierOptions {
+	if o.RawRetention <= 0 {
+		o.RawRetention = DefaultRawRetention
+	}
+	if o.MinuteRetention <= 0 {
+		o.MinuteRetention = DefaultMinuteRetention
+	}
+	if o.HourRetention <= 0 {
+		o.HourRetention = DefaultHourRetention
+	}
+	if o.Lateness <= 0 {
+		o.Lateness = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// tier is one TSDB of the tiered store.
+type tier struct {
+	level     int
+	name      string
+	dir       string
+	db        *tsdb.DB
+	retention time.Duration
+}
+
+// res returns the tier's resolution; 0 for raw.
+func (t *tier) res() time.Duration { return tierLevels[t.level] }
+
+// tierSet is the raw, 1-minute and 1-hour TSDBs of the embedded mode and
+// the downsampler between them.
+type tierSet struct {
+	opts  TierOptions
+	tiers [3]*tier
+	ds    *downsampler
+	now   func() time.Time
+}
+
+// tierDirs returns the directories of the three tiers under base: base
+// itself holds raw data (so an existing DataDir/tsdb stays the raw tier),
+// base-1m and base-1h the aggregates.
+func tierDirs(base string) [3]string {
+	return [3]string{base, base + "-" + TierMinute, base + "-" + TierHour}
+}
+
+// openTiers opens (or creates) the three TSDBs under base and the
+// downsampler's watermarks. The downsampler does not run until start.
+func openTiers(base string, opts TierOptions) (*tierSet, error) {
+	opts = opts.withDefaults()
+	ts := &tierSet{opts: opts, now: time.Now}
+	rets := [3]time.Duration{opts.RawRetention, opts.MinuteRetention, opts.HourRetention}
+	for i, dir := range tierDirs(base) {
+		db, err := openTierDB(dir, opts.WAL, rets[i], opts.Logger)
+		if err != nil {
+			ts.close()
+			return nil, err
+		}
+		ts.tiers[i] = &tier{level: i, name: tierNames[i], dir: dir, db: db, retention: rets[i]}
+	}
+	ds, err := newDownsampler(ts)
+	if err != nil {
+		ts.close()
+		return nil, err
+	}
+	ts.ds = ds
+	return ts, nil
+}
+
+// openTierDB opens one tier. Blocks grow to a quarter of the retention
+// (between 2 h and 31 days), so retention drops old data in steps of at
+// most a quarter of it.
+func openTierDB(dir string, withWAL bool, retention time.Duration, log *slog.Logger) (*tsdb.DB, error) {
+	opts := tsdb.DefaultOptions()
+	opts.RetentionDuration = retention.Milliseconds()
+	maxBlock := min(max(retention/4, 2*time.Hour), 31*24*time.Hour)
+	opts.MaxBlockDuration = maxBlock.Milliseconds()
+	if !withWAL {
+		opts.WALSegmentSize = -1
+	}
+	tlog := slog.New(minLevel{h: log.Handler(), min: slog.LevelWarn}).With("component", "tsdb", "dir", filepath.Base(dir))
+	db, err := tsdb.Open(dir, tlog, nil, opts, nil)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: open tsdb %s: %w", dir, err)
+	}
+	return db, nil
+}
+
+func (ts *tierSet) raw() *tsdb.DB { return ts.tiers[0].db }
+
+func (ts *tierSet) close() error {
+	var errs []error
+	for _, t := range ts.tiers {
+		if t == nil {
+			continue
+		}
+		if err := t.db.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("telemetry: close %s tier: %w", t.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// cuts returns, for a query whose coarsest acceptable tier is level c, the
+// instants where it switches tiers: tier 0 (raw) serves (cut[0], +inf),
+// tier 1 (cut[1], cut[0]] and tier 2 everything up to cut[1]. A finer tier
+// than c serves only what the coarser tier has not aggregated yet (after
+// its watermark); tier c and coarser ones serve until their own data has
+// expired (retention) and the next tier has it.
+func (ts *tierSet) cuts(c int) [2]int64 {
+	now := ts.now().UnixMilli()
+	var out [2]int64
+	for i := range 2 {
+		wm := ts.ds.watermark(i + 1)
+		if i < c {
+			out[i] = wm
+		} else {
+			out[i] = min(now-ts.tiers[i].retention.Milliseconds(), wm)
+		}
+	}
+	if out[1] > out[0] {
+		out[1] = out[0]
+	}
+	return out
+}
+
+// levelFor returns the coarsest tier a query over span may read: raw up to
+// the raw retention, then 1-minute up to its retention, then 1-hour.
+func (ts *tierSet) levelFor(span time.Duration) int {
+	switch {
+	case span <= ts.tiers[0].retention:
+		return 0
+	case span <= ts.tiers[1].retention:
+		return 1
+	default:
+		return 2
+	}
+}
+
+// resolutionAt returns the resolution of the data a query reads at t when
+// it may use any tier: 0 where raw data serves it (the caller knows the
+// raw resolution), else the aggregate tier's resolution.
+func (ts *tierSet) resolutionAt(t time.Time) time.Duration {
+	cut := ts.cuts(0)
+	ms := t.UnixMilli()
+	switch {
+	case ms > cut[0]:
+		return 0
+	case ms > cut[1]:
+		return tierLevels[1]
+	default:
+		return tierLevels[2]
+	}
+}
+
+// queryable returns a storage.Queryable that stitches the tiers for a
+// query whose coarsest acceptable tier is level c: each tier answers only
+// for its own span of time, so no sample is read twice.
+func (ts *tierSet) queryable(c int) storage.Queryable {
+	cut := ts.cuts(c)
+	return storage.QueryableFunc(func(mint, maxt int64) (storage.Querier, error) {
+		bounds := [3][2]int64{{cut[0] + 1, math.MaxInt64}, {cut[1] + 1, cut[0]}, {math.MinInt64, cut[1]}}
+		var qs []storage.Querier
+		for i, t := range ts.tiers {
+			lo, hi := max(mint, bounds[i][0]), min(maxt, bounds[i][1])
+			if lo > hi {
+				continue
+			}
+			q, err := t.db.Querier(lo, hi)
+			if err != nil {
+				for _, q := range qs {
+					_ = q.Close()
+				}
+				return nil, fmt.Errorf("telemetry: query %s tier: %w", t.name, err)
+			}
+			qs = append(qs, q)
+		}
+		if len(qs) == 1 {
+			return qs[0], nil
+		}
+		return storage.NewMergeQuerier(qs, nil, storage.ChainedSeriesMerge), nil
+	})
+}
+
+// TieredQuerier evaluates PromQL over the tiered embedded store. It picks
+// the coarsest tier a query may read from its time span (raw up to the raw
+// retention, then 1-minute, then 1-hour) and stitches the finer tiers in
+// where the coarser one has not been aggregated yet. The lookback of
+// instant selectors widens with the resolution, so a gauge read from the
+// 1-hour tier finds its hourly sample.
+type TieredQuerier struct {
+	ts     *tierSet
+	engine *EmbeddedQuerier // its engine is shared; its storage is unused
+}
+
+func newTieredQuerier(ts *tierSet, log *slog.Logger) *TieredQuerier {
+	return &TieredQuerier{ts: ts, engine: NewEmbeddedQuerier(ts.raw(), log)}
+}
+
+func (q *TieredQuerier) lookback(c int, from time.Time) time.Duration {
+	res := tierLevels[c]
+	if r := q.ts.resolutionAt(from); r > res {
+		res = r
+	}
+	return embeddedLookback + res
+}
+
+// Instant implements Querier.
+func (q *TieredQuerier) Instant(ctx context.Context, query string, at time.Time) ([]Result, error) {
+	opts := promql.NewPrometheusQueryOpts(false, q.lookback(0, at), nil)
+	qry, err := q.engine.engine.NewInstantQuery(ctx, q.ts.queryable(0), opts, query, at)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: query %q: %w", query, err)
+	}
+	defer qry.Close()
+	return q.engine.exec(ctx, qry, query)
+}
+
+// Range implements Querier.
+func (q *TieredQuerier) Range(ctx context.Context, query string, start, end time.Time, step time.Duration) ([]Result, error) {
+	if step <= 0 {
+		return nil, fmt.Errorf("telemetry: query %q: step must be positive", query)
+	}
+	if end.Before(start) {
+		return nil, fmt.Errorf("telemetry: query %q: end %s is before start %s", query, end.Format(time.RFC3339), start.Format(time.RFC3339))
+	}
+	if n := end.Sub(start) / step; n > 11000 {
+		return nil, fmt.Errorf("telemetry: query %q: %d points per series is over the 11000 limit; use a coarser step", query, n)
+	}
+	c := q.ts.levelFor(end.Sub(start))
+	opts := promql.NewPrometheusQueryOpts(false, q.lookback(c, start), nil)
+	qry, err := q.engine.engine.NewRangeQuery(ctx, q.ts.queryable(c), opts, query, start, end, step)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: query %q: %w", query, err)
+	}
+	defer qry.Close()
+	return q.engine.exec(ctx, qry, query)
+}
+
+// TierStats describes one tier of the embedded store.
+type TierStats struct {
+	Name       string        // "raw", "1m" or "1h"
+	Resolution time.Duration // 0 for raw (the scrape interval)
+	Retention  time.Duration
+	Series     uint64    // series in the in-memory head
+	DiskBytes  int64     // bytes under the tier's directory
+	Oldest     time.Time // oldest sample held; zero when empty
+	Newest     time.Time // newest sample held; zero when empty
+	// Watermark is the end of the last interval aggregated into this tier
+	// (zero for raw, or before the first aggregation).
+	Watermark time.Time
+	// Lag is how far the watermark trails the wall clock.
+	Lag time.Duration
+}
+
+// StorageStats describes the embedded store: its tiers and the ingest rate.
+type StorageStats struct {
+	Tiers []TierStats
+	// SamplesPerSecond is the raw ingest rate over the last aggregated
+	// minutes.
+	SamplesPerSecond float64
+	// Downsampled counts the aggregate samples the downsampler has written
+	// since start.
+	Downsampled int64
+	// LastError is the downsampler's last failure, "" when healthy.
+	LastError string
+}
+
+// ErrNoTiers is returned by Storage outside the embedded mode.
+var ErrNoTiers = errors.New("telemetry: no embedded storage in remote mode")
+
+func (ts *tierSet) stats() StorageStats {
+	now := ts.now()
+	var out StorageStats
+	for _, t := range ts.tiers {
+		st := TierStats{Name: t.name, Resolution: t.res(), Retention: t.retention, Series: t.db.Head().NumSeries(), DiskBytes: dirSize(t.dir)}
+		mint, maxt := int64(math.MaxInt64), int64(math.MinInt64)
+		for _, b := range t.db.Blocks() {
+			mint = min(mint, b.Meta().MinTime)
+			maxt = max(maxt, b.Meta().MaxTime-1)
+		}
+		if h := t.db.Head(); h.NumSeries() > 0 && h.MinTime() != math.MaxInt64 {
+			mint = min(mint, h.MinTime())
+			maxt = max(maxt, h.MaxTime())
+		}
+		if mint != math.MaxInt64 {
+			st.Oldest, st.Newest = msTime(mint), msTime(maxt)
+		}
+		if t.level > 0 {
+			if wm := ts.ds.watermark(t.level); wm > math.MinInt64 {
+				st.Watermark = msTime(wm)
+				st.Lag = now.Sub(st.Watermark)
+			}
+		}
+		out.Tiers = append(out.Tiers, st)
+	}
+	out.SamplesPerSecond, out.Downsampled, out.LastError = ts.ds.rates()
+	return out
+}
+
+// dirSize sums the sizes of the regular files under dir.
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// resetDirs removes the tier directories under base (demo data).
+func resetDirs(base string) error {
+	for _, d := range tierDirs(base) {
+		if err := os.RemoveAll(d); err != nil {
+			return fmt.Errorf("telemetry: reset %s: %w", d, err)
+		}
+	}
+	return nil
+}

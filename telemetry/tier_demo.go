@@ -1,0 +1,149 @@
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/storage"
+)
+
+// downsampleTick is how often the downsampler looks for complete
+// intervals.
+const downsampleTick = 10 * time.Second
+
+// startDownsampler runs the downsampler in the background until Close.
+func (t *Telemetry) startDownsampler(ctx context.Context) {
+	if t.tiers == nil {
+		return
+	}
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		t.tiers.ds.run(ctx, downsampleTick)
+	}()
+}
+
+// Storage describes the embedded tiers: series, ingest rate, disk use,
+// oldest sample and downsampler lag. It fails in remote mode with
+// ErrNoTiers.
+func (t *Telemetry) Storage() (StorageStats, error) {
+	if t.tiers == nil {
+		return StorageStats{}, ErrNoTiers
+	}
+	return t.tiers.stats(), nil
+}
+
+// backfillTarget returns where the demo back-fill of history up to `to`
+// goes: samples older than the raw retention straight into the 1-minute
+// tier (they are one-minute data already), the rest into the raw tier.
+// done records that the 1-minute tier is complete up to that cut, so the
+// downsampler starts there.
+func (t *Telemetry) backfillTarget(to time.Time) (app storage.Appendable, done func() error) {
+	if t.tiers == nil {
+		return t.db, func() error { return nil }
+	}
+	cut := floorTo(to.Add(-t.tiers.tiers[0].retention).UnixMilli(), tierLevels[1].Milliseconds())
+	s := &splitAppendable{raw: t.tiers.raw(), tier: t.tiers.tiers[1].db, cut: cut}
+	return s, func() error {
+		if t.tiers.ds.watermark(1) >= cut {
+			return nil
+		}
+		return t.tiers.ds.setWatermark(1, cut)
+	}
+}
+
+// splitAppendable routes samples by time: up to cut into the 1-minute
+// tier, as one-sample aggregates (a gauge's mean, minimum and maximum are
+// the sample, its count is 1; a counter keeps its value), after cut into
+// the raw tier. Its series references are its own; it serves one appender
+// at a time, as the back-fill uses it.
+type splitAppendable struct {
+	raw, tier storage.Appendable
+	cut       int64
+	series    []splitSeries // reference i+1 is series[i]
+}
+
+type splitSeries struct {
+	lset    labels.Labels
+	counter bool
+	out     gaugeSeries
+	rawRef  storage.SeriesRef
+	tierRef [4]storage.SeriesRef
+}
+
+// Appender implements storage.Appendable.
+func (s *splitAppendable) Appender(ctx context.Context) storage.Appender {
+	return &splitAppender{Appender: s.raw.Appender(ctx), s: s, ctx: ctx}
+}
+
+// splitAppender appends to both tiers; methods other than Append, Commit
+// and Rollback go to the raw tier's appender.
+type splitAppender struct {
+	storage.Appender // the raw tier's
+	s                *splitAppendable
+	ctx              context.Context
+	tier             storage.Appender
+}
+
+// Append implements storage.Appender.
+func (a *splitAppender) Append(ref storage.SeriesRef, l labels.Labels, t int64, v float64) (storage.SeriesRef, error) {
+	if ref == 0 || int(ref) > len(a.s.series) {
+		sr := splitSeries{lset: l, counter: isCounter(l.Get(labels.MetricName))}
+		if !sr.counter {
+			sr.out = newGaugeSeries(l, 1)
+		}
+		a.s.series = append(a.s.series, sr)
+		ref = storage.SeriesRef(len(a.s.series))
+	}
+	e := &a.s.series[ref-1]
+	if t > a.s.cut {
+		r, err := a.Appender.Append(e.rawRef, e.lset, t, v)
+		if err != nil {
+			return ref, err
+		}
+		e.rawRef = r
+		return ref, nil
+	}
+	if !usable(v) {
+		return ref, nil
+	}
+	if a.tier == nil {
+		a.tier = a.s.tier.Appender(a.ctx)
+	}
+	if e.counter {
+		r, err := a.tier.Append(e.tierRef[0], e.lset, t, v)
+		e.tierRef[0] = r
+		return ref, err
+	}
+	for i, x := range [4]struct {
+		l labels.Labels
+		v float64
+	}{{e.out.mean, v}, {e.out.min, v}, {e.out.max, v}, {e.out.count, 1}} {
+		r, err := a.tier.Append(e.tierRef[i], x.l, t, x.v)
+		if err != nil {
+			return ref, err
+		}
+		e.tierRef[i] = r
+	}
+	return ref, nil
+}
+
+// Commit implements storage.Appender.
+func (a *splitAppender) Commit() error {
+	err := a.Appender.Commit()
+	if a.tier != nil {
+		err = errors.Join(err, a.tier.Commit())
+	}
+	return err
+}
+
+// Rollback implements storage.Appender.
+func (a *splitAppender) Rollback() error {
+	err := a.Appender.Rollback()
+	if a.tier != nil {
+		err = errors.Join(err, a.tier.Rollback())
+	}
+	return err
+}
