@@ -179,10 +179,10 @@ func applyFault(ph *physics, cause string, s float64, oneInstance bool, in *inst
 		// claims GPU memory: the KV pool left to the engine is smaller
 		// than the working set it held, so blocks are evicted and
 		// sequences preempted and recomputed.
-		ph.ctxGrowth *= 1 + 0.5*s
+		ph.ctxGrowth *= 1 + 0.3*s
 		ph.prefixShare *= 1 - 0.5*s
-		need := math.Max(at.kvNeed, 4*at.ctx) * (1 + 0.5*s)
-		ph.kvPoolTokens = need / (1 + 1.5*s)
+		need := math.Max(at.kvNeed, 4*at.ctx)
+		ph.kvPoolTokens = 1.25 * need / (1 + 0.6*s)
 	case metrics.CauseLongPromptPrefill:
 		ph.promptScale *= 1 + 2.5*s
 	case metrics.CausePrefixCacheMiss:
@@ -208,6 +208,6 @@ func applyFault(ph *physics, cause string, s float64, oneInstance bool, in *inst
 		}
 	case metrics.CauseHostOverhead:
 		// Tokenizer, scheduler or kernel-launch time on the CPU.
-		ph.hostMs += 12 * s
+		ph.hostMs += 2 + 12*s
 	}
 }

@@ -75,7 +75,7 @@ var Models = []ModelSpec{
 	{Name: "llama-3.1-8b-instruct", PodPrefix: "llama-8b", Params: 8.03e9, Layers: 32, KVHeads: 8, HeadDim: 128,
 		Trace: "conv", PeakRPS: 32, SharedPrefix: 0.45, Acceptance: 0.78, SpecTokens: 3, Burstiness: 0.5},
 	{Name: "qwen2.5-32b-instruct", PodPrefix: "qwen-32b", Params: 32.8e9, Layers: 64, KVHeads: 8, HeadDim: 128,
-		Trace: "code", PeakRPS: 5, SharedPrefix: 0.35, Acceptance: 0.8, SpecTokens: 3, Burstiness: 0.1},
+		Trace: "code", PeakRPS: 4, SharedPrefix: 0.35, Acceptance: 0.8, SpecTokens: 3, Burstiness: 0.1},
 	{Name: "mistral-7b-instruct-v0.3", PodPrefix: "mistral-7b", Params: 7.25e9, Layers: 32, KVHeads: 8, HeadDim: 128,
 		Trace: "conv", PeakRPS: 26, SharedPrefix: 0.4, Acceptance: 0.77, SpecTokens: 3, Burstiness: 0.5},
 	{Name: "qwen2.5-14b-instruct", PodPrefix: "qwen-14b", Params: 14.7e9, Layers: 48, KVHeads: 8, HeadDim: 128,
