@@ -21,8 +21,9 @@ type Browser struct {
 	// timeouts from it.
 	Ctx context.Context
 	// Dir is the browser's private user-data directory.
-	Dir string
-	log *tailBuffer
+	Dir   string
+	log   *tailBuffer
+	shown bool // the last lines are in the failure already
 }
 
 // Chromium starts Debian's chromium with ChromiumFlags, a fresh user-data
@@ -46,7 +47,7 @@ func Chromium(t testing.TB, extra ...chromedp.ExecAllocatorOption) *Browser {
 	t.Cleanup(func() {
 		cancelCtx()
 		cancelAlloc()
-		if t.Failed() {
+		if t.Failed() && !b.shown {
 			t.Logf("testenv: last log lines of chromium (%s):\n%s", b.Dir, b.LastLines(30))
 		}
 	})
@@ -56,14 +57,23 @@ func Chromium(t testing.TB, extra ...chromedp.ExecAllocatorOption) *Browser {
 	return b
 }
 
-// LastLines returns the last n lines Chromium wrote to stdout and stderr.
+// LastLines returns the last n lines Chromium wrote to stdout and stderr,
+// leaving out its complaints about the missing D-Bus, which every run in a
+// container has and which say nothing about the failure.
 func (b *Browser) LastLines(n int) string {
-	return lastLines(b.log.String(), n)
+	var keep []string
+	for _, l := range strings.Split(b.log.String(), "\n") {
+		if !strings.Contains(l, ":ERROR:dbus/") {
+			keep = append(keep, l)
+		}
+	}
+	return lastLines(strings.Join(keep, "\n"), n)
 }
 
 // Fatalf fails the test naming Chromium and showing its last log lines.
 func (b *Browser) Fatalf(t testing.TB, format string, args ...any) {
 	t.Helper()
+	b.shown = true
 	t.Fatalf("chromium: %s\nlast log lines of chromium:\n%s", fmt.Sprintf(format, args...), b.LastLines(20))
 }
 
