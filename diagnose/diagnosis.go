@@ -58,6 +58,10 @@ type SimilarCase struct {
 	ID         string  `json:"id"`
 	RootCause  string  `json:"root_cause"`
 	Similarity float64 `json:"similarity"`
+	// Shared lists the metrics (catalog ids, or the signature's ratio
+	// names) on which both cases deviate the same way: what made them
+	// close.
+	Shared []string `json:"shared,omitempty"`
 }
 
 // Diagnosis is the engine's answer for one snapshot. Its JSON shape is the

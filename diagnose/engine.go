@@ -17,6 +17,15 @@ type Options struct {
 	MinScore float64
 	// MaxCandidates bounds the candidate list. Default 5.
 	MaxCandidates int
+	// Cases is the knowledge base of labelled cases for similar-case
+	// matching; nil means rules only. The engine reads it at every
+	// diagnosis, so cases added to it later count at once.
+	Cases *KnowledgeBase
+	// Neighbours is how many nearest cases vote. Default 10.
+	Neighbours int
+	// MatchPrior is the vote weight at which matching and rules count
+	// equally (see fuseMatch). Default 3.
+	MatchPrior float64
 }
 
 // Engine diagnoses snapshots. It holds no mutable state and is safe for
@@ -25,11 +34,21 @@ type Engine struct {
 	rules         []Rule
 	minScore      float64
 	maxCandidates int
+	cases         *KnowledgeBase
+	neighbours    int
+	matchPrior    float64
 }
 
 // New returns an engine with opts, defaults filled in.
 func New(opts Options) *Engine {
-	e := &Engine{rules: opts.Rules, minScore: opts.MinScore, maxCandidates: opts.MaxCandidates}
+	e := &Engine{rules: opts.Rules, minScore: opts.MinScore, maxCandidates: opts.MaxCandidates,
+		cases: opts.Cases, neighbours: opts.Neighbours, matchPrior: opts.MatchPrior}
+	if e.neighbours <= 0 {
+		e.neighbours = 10
+	}
+	if e.matchPrior <= 0 || math.IsNaN(e.matchPrior) {
+		e.matchPrior = 3
+	}
 	if e.rules == nil {
 		e.rules = Rules()
 	}
@@ -43,7 +62,10 @@ func New(opts Options) *Engine {
 }
 
 // EngineVersion identifies the rule set and build that produced a diagnosis.
-func EngineVersion() string { return "rules-1/" + BuildVersion }
+func EngineVersion() string { return "rules-2/" + BuildVersion }
+
+// Cases is the engine's knowledge base, nil when it matches no cases.
+func (e *Engine) Cases() *KnowledgeBase { return e.cases }
 
 // tailOf maps each p99 metric to the mean it is the tail of.
 var tailOf = map[string]string{m.E2EP99: m.E2E, m.TTFTP99: m.TTFT, m.TPOTP99: m.TPOT}
@@ -153,6 +175,14 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 	case foot < 0.9:
 		d.Notes = append(d.Notes, fmt.Sprintf(noteShortBaseline, 100*foot))
 	}
+	if e.cases != nil && e.cases.Len() > 0 {
+		mt := e.cases.Match(signatureOf(s, base), e.neighbours, s.At)
+		if cause, ok := e.fuseMatch(&d, mt); ok {
+			d.Evidence = d.Evidence[:0]
+			d.Evidence = appendAnomalies(d.Evidence, s, base, anomalous)
+			d.CausalChain = chain(cause, base, isAnom)
+		}
+	}
 	d.Title = causeTitle(d.RootCause)
 	d.Severity = severity(in, d.RootCause, foot)
 	d.Actions = actionsFor(d.RootCause)
@@ -162,6 +192,98 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 		}
 	}
 	return d
+}
+
+// fuseMatch combines the rules' answer in d with the votes of similar
+// cases, and reports the new cause when matching overturned the rules.
+//
+// The rules' answer is read as a distribution: its cause at the rules'
+// confidence, the rest spread over the other rule candidates by score.
+// The neighbours' votes are a second distribution, trusted by their
+// support S (the summed similarity² x review x recency weights): the mix is
+//
+//	fused(c) = (1-λ)·rules(c) + λ·votes(c),  λ = S / (S + MatchPrior)
+//
+// so a few distant cases barely move the answer, ten close ones agreeing
+// outweigh a confident rule, and a split vote leaves the rule standing.
+// The cause with the highest fused score is named, at that score as its
+// confidence; it may be a cause no rule covers.
+func (e *Engine) fuseMatch(d *Diagnosis, mt Match) (string, bool) {
+	for _, nb := range mt.Neighbours {
+		d.SimilarCases = append(d.SimilarCases, SimilarCase{ID: nb.ID, RootCause: nb.RootCause, Similarity: round3(nb.Similarity), Shared: nb.Shared})
+	}
+	if mt.Support <= 0 {
+		return "", false
+	}
+	lambda := mt.Support / (mt.Support + e.matchPrior)
+	rules := map[string]float64{d.RootCause: d.Confidence}
+	rest := 0.0
+	for _, c := range d.Candidates {
+		if c.RootCause != d.RootCause && c.Source == SourceRule {
+			rest += c.Score
+		}
+	}
+	if rest > 0 {
+		for _, c := range d.Candidates {
+			if c.RootCause != d.RootCause && c.Source == SourceRule {
+				rules[c.RootCause] += (1 - d.Confidence) * c.Score / rest
+			}
+		}
+	}
+	fused := map[string]float64{}
+	for c, p := range rules {
+		fused[c] += (1 - lambda) * p
+	}
+	for c, v := range mt.Votes {
+		fused[c] += lambda * v
+	}
+	best, bestScore := d.RootCause, fused[d.RootCause]
+	causes := make([]string, 0, len(fused))
+	for c := range fused {
+		causes = append(causes, c)
+	}
+	sort.Strings(causes)
+	for _, c := range causes {
+		if fused[c] > bestScore {
+			best, bestScore = c, fused[c]
+		}
+	}
+	matchCands := make([]Candidate, 0, len(mt.Votes))
+	for _, c := range causes {
+		if v := mt.Votes[c]; v >= 0.1 {
+			matchCands = append(matchCands, Candidate{RootCause: c, Score: round3(lambda * v), Source: SourceMatch})
+		}
+	}
+	sort.SliceStable(matchCands, func(i, j int) bool { return matchCands[i].Score > matchCands[j].Score })
+	for _, c := range matchCands {
+		if len(d.Candidates) >= e.maxCandidates+2 {
+			break
+		}
+		d.Candidates = append(d.Candidates, c)
+	}
+	if best == d.RootCause {
+		d.Confidence = round3(bestScore)
+		return "", false
+	}
+	agree, n := 0, 0
+	for _, nb := range mt.Neighbours {
+		n++
+		if nb.RootCause == best {
+			agree++
+		}
+	}
+	d.Notes = append(d.Notes, fmt.Sprintf(noteOverturned, causeTitle(d.RootCause), causeTitle(best), agree, n, 100*mt.Votes[best], 100*d.Confidence))
+	d.RootCause = best
+	d.Confidence = round3(bestScore)
+	// The winner leads the candidate list.
+	for i, c := range d.Candidates {
+		if c.RootCause == best && c.Source == SourceMatch {
+			copy(d.Candidates[1:i+1], d.Candidates[:i])
+			d.Candidates[0] = c
+			break
+		}
+	}
+	return best, true
 }
 
 // safeEvaluate runs a rule and turns a panic in a custom rule into an empty

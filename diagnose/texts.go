@@ -148,6 +148,11 @@ const (
 	noteShortBaseline = "Only part of the metrics have a baseline (%.0f%%); the confidence is lowered accordingly."
 )
 
+// noteOverturned explains a diagnosis that similar cases changed: the
+// rules' cause, the new one, how many neighbours named it, its vote share
+// and the rules' confidence.
+const noteOverturned = "Similar cases changed the answer from %s to %s: %d of the %d nearest labelled cases had that cause (%.0f%% of the similarity-weighted vote), against the rules' confidence of %.0f%%."
+
 // formatValue renders a metric value in its unit.
 func formatValue(id string, x float64) string {
 	mt, _ := m.Lookup(id)

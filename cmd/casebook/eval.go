@@ -23,8 +23,12 @@ func evalCmd(ctx context.Context, args []string, env func(string) string, stdout
 	corpus := fs.String("corpus", "", "labelled corpus, JSON Lines of metrics.Case (required)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	noHistory := fs.Bool("no-history", false, "drop every case's history before diagnosing, to measure the engine without baselines")
+	feedback := fs.Bool("feedback", false, "replay the corpus in order, diagnosing each case with a knowledge base of all earlier cases, then feeding back its label; compares rules alone with rules plus similar-case matching")
+	noise := fs.Float64("noise", 0, "with --feedback: share of fed-back labels made wrong (0-1); the clean replay is printed beside it")
+	block := fs.Int("block", 100, "with --feedback: cases per block of the learning curve")
+	seed := fs.Int64("seed", 1, "with --feedback --noise: seed of the label noise")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: casebook eval --corpus FILE.jsonl [--no-history] [--json]\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: casebook eval --corpus FILE.jsonl [--no-history] [--feedback [--noise 0.1] [--block 100]] [--json]\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, env, stderr); err != nil {
@@ -41,8 +45,15 @@ func evalCmd(ctx context.Context, args []string, env func(string) string, stdout
 		return fmt.Errorf("eval: %w", err)
 	}
 	defer f.Close()
+	if *noise < 0 || *noise > 1 {
+		return fmt.Errorf("%w: --noise %v is not in 0-1", errUsage, *noise)
+	}
+	if !*feedback && (*noise != 0) {
+		return fmt.Errorf("%w: --noise needs --feedback", errUsage)
+	}
 	e := diagnose.New(diagnose.Options{})
 	var ev diagnose.Evaluation
+	var all []metrics.Case
 	skipped := 0
 	err = forEachRecord(ctx, f, func(rec record) error {
 		if rec.err != nil {
@@ -59,11 +70,18 @@ func evalCmd(ctx context.Context, args []string, env func(string) string, stdout
 		if *noHistory {
 			c.History = nil
 		}
+		if *feedback {
+			all = append(all, c)
+			return nil
+		}
 		ev.AddCase(c, e.Diagnose(c.Snapshot))
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
+	}
+	if *feedback {
+		return evalFeedback(stdout, all, skipped, *corpus, *noise, *block, *seed, *asJSON)
 	}
 	rep := ev.Report()
 	if rep.Cases == 0 {
@@ -140,4 +158,81 @@ func writeEvalText(w io.Writer, r diagnose.EvalReport, skipped int) error {
 	tw.Flush()
 	fmt.Fprintf(bw, "expected calibration error  %.3f\n", r.ECE)
 	return bw.Flush()
+}
+
+// evalFeedback runs the feedback replay, clean and (with noise) noisy, and
+// prints the comparison and the learning curve.
+func evalFeedback(stdout io.Writer, cases []metrics.Case, skipped int, corpus string, noise float64, block int, seed int64, asJSON bool) error {
+	if len(cases) == 0 {
+		return fmt.Errorf("eval: %s holds no valid cases (%d lines skipped)", corpus, skipped)
+	}
+	clean, err := diagnose.EvaluateFeedback(cases, diagnose.FeedbackOptions{Block: block})
+	if err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	var noisy *diagnose.FeedbackReport
+	if noise > 0 {
+		r, err := diagnose.EvaluateFeedback(cases, diagnose.FeedbackOptions{Block: block, Noise: noise, Seed: seed})
+		if err != nil {
+			return fmt.Errorf("eval: %w", err)
+		}
+		noisy = &r
+	}
+	if asJSON {
+		out := struct {
+			Clean         diagnose.FeedbackReport  `json:"clean"`
+			Noisy         *diagnose.FeedbackReport `json:"noisy,omitempty"`
+			Skipped       int                      `json:"skipped"`
+			EngineVersion string                   `json:"engine_version"`
+		}{clean, noisy, skipped, diagnose.EngineVersion()}
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(out); err != nil {
+			return fmt.Errorf("eval: write report: %w", err)
+		}
+		return nil
+	}
+	bw := bufio.NewWriter(stdout)
+	fmt.Fprintf(bw, "engine %s: feedback replay of %d cases", diagnose.EngineVersion(), clean.Cases)
+	if skipped > 0 {
+		fmt.Fprintf(bw, " (%d invalid lines skipped)", skipped)
+	}
+	fmt.Fprintf(bw, "\neach case diagnosed with a knowledge base of every earlier case, then its label fed back\n\n")
+	fmt.Fprintf(bw, "top-1 accuracy, rules alone          %.1f%%\n", 100*clean.Rules)
+	fmt.Fprintf(bw, "top-1 accuracy, rules + matching     %.1f%%\n", 100*clean.Match)
+	fmt.Fprintf(bw, "after %d labelled cases: rules %.1f%%, rules + matching %.1f%%\n", clean.After, 100*clean.AfterRules, 100*clean.AfterMatch)
+	fmt.Fprintf(bw, "largest block where rules alone lead matching: %.1f points\n", clean.WorstDeficit)
+	fmt.Fprintf(bw, "matching changed the rules' answer %d times, %d of them rightly\n", clean.Overturned, clean.OverturnedRight)
+	if noisy != nil {
+		fmt.Fprintf(bw, "\nwith %.0f%% wrong labels fed back (%d flipped, seed %d):\n", 100*noise, noisy.Flipped, seed)
+		fmt.Fprintf(bw, "top-1 accuracy, rules + matching     %.1f%% (%+.1f points against clean labels)\n", 100*noisy.Match, 100*(noisy.Match-clean.Match))
+		fmt.Fprintf(bw, "after %d labelled cases              %.1f%% (%+.1f points)\n", noisy.After, 100*noisy.AfterMatch, 100*(noisy.AfterMatch-clean.AfterMatch))
+		fmt.Fprintf(bw, "largest block where rules alone lead matching: %.1f points\n", noisy.WorstDeficit)
+	}
+	fmt.Fprintln(bw, "\nlearning curve (top-1 per block; the knowledge base holds every case before the block's first)")
+	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := "cases\tknowledge base\trules\trules+matching\t"
+	if noisy != nil {
+		header += "noisy labels\t"
+	}
+	fmt.Fprintln(tw, header)
+	for i, b := range clean.Blocks {
+		fmt.Fprintf(tw, "%d-%d\t%d\t%.1f%%\t%.1f%%\t", b.From+1, b.To, b.From, 100*b.Rules, 100*b.Match)
+		if noisy != nil {
+			fmt.Fprintf(tw, "%.1f%%\t", 100*noisy.Blocks[i].Match)
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
+	fmt.Fprintln(bw, "\nwith matching, per cause:")
+	tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "cause\tsupport\tpredicted\tcorrect\tprecision\trecall\t")
+	for _, c := range clean.MatchReport.Causes {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.2f\t\n", c.Cause, c.Support, c.Predicted, c.Correct, c.Precision, c.Recall)
+	}
+	tw.Flush()
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("eval: write report: %w", err)
+	}
+	return nil
 }

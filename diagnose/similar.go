@@ -1,0 +1,579 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	m "github.com/casebook/casebook/metrics"
+)
+
+// Case signatures. A signature is a fixed-length vector that places a
+// snapshot in a space where cases of the same root cause lie close
+// together, whatever the model, GPU or load level:
+//
+//   - one feature per signature metric (sigMetrics): the deviation from
+//     the scope's own baseline, as a z-score signed so that positive is
+//     the metric's bad direction (two-sided metrics keep their sign), and
+//     squashed as sign(z)·log(1+|z|)/log(1+50), clipped to ±1. The z is
+//     scale-free (a 40% TPOT rise reads the same on an 8B and a 70B
+//     model), the logarithm keeps a z of 200 from drowning every other
+//     metric, and a missing metric or a metric without baseline is 0, the
+//     same as "no change";
+//   - eight physical ratios, each in ±1: TTFT/TPOT (log10 / 3), the queue's
+//     share of engine E2E, the gateway's excess over engine E2E relative
+//     to gateway E2E, KV usage, the prefix-hit change from baseline, SM
+//     activity per running sequence against its baseline (log2 / 3), the
+//     error rate (saturating at 10%) and the draft rejection rate. They
+//     carry the absolute physics the z-scores cannot (a cache that is
+//     full, a queue that dominates the request).
+//
+// The vector is stored quantised to int8 (x·127), SigDim bytes a case, so a
+// query scans one flat byte slice: see KnowledgeBase.
+const SigDim = 32
+
+// sigMetrics are the catalog ids with a deviation feature, in vector order.
+// The p99s (noisy tails of their means), tensor activity (follows SM
+// activity), GPU memory used (fixed at start-up) and decode time (TPOT
+// times output length) add nothing the others lack.
+var sigMetrics = []string{
+	m.GatewayE2E, m.E2E, m.TTFT, m.TPOT, m.QueueTime, m.PrefillTime,
+	m.ThroughputRPS, m.ArrivalRPS, m.PromptTPS, m.GenerationTPS, m.RunningSeqs, m.QueueDepth,
+	m.MeanPromptTokens, m.SMUtil, m.DRAMActive, m.KVCacheUsage, m.SMClock, m.MemClock,
+	m.Power, m.GPUTemp, m.KVCacheHitRate, m.RejectionRate, m.ErrorRate, m.PreemptionRate,
+}
+
+// sigRatioNames name the ratio features, in vector order after sigMetrics.
+var sigRatioNames = []string{
+	"ttft_over_tpot", "queue_share", "gateway_excess", "kv_usage",
+	"prefix_hit_change", "sm_per_seq_change", "error_level", "rejection_level",
+}
+
+// zSquash is the z at which a deviation feature saturates.
+const zSquash = 50
+
+// Signature is a case signature (see SigDim), features in ±1.
+type Signature [SigDim]float32
+
+// FeatureName names feature i of a signature: a catalog id or a ratio.
+func FeatureName(i int) string {
+	switch {
+	case i < 0 || i >= SigDim:
+		return ""
+	case i < len(sigMetrics):
+		return sigMetrics[i]
+	}
+	return sigRatioNames[i-len(sigMetrics)]
+}
+
+// NewSignature computes the signature of s. It never panics: NaN and
+// infinite values, missing fields and missing history give neutral (0)
+// features.
+func NewSignature(s m.Snapshot) Signature {
+	return signatureOf(s, Deviations(s))
+}
+
+// signatureOf computes the signature from s and its deviations.
+func signatureOf(s m.Snapshot, base map[string]Deviation) Signature {
+	var sig Signature
+	for i, id := range sigMetrics {
+		d, ok := base[id]
+		if !ok {
+			continue
+		}
+		mt, _ := m.Lookup(id)
+		z := d.Z
+		if mt.Bad == m.Down {
+			z = -z
+		}
+		sig[i] = float32(squash(z))
+	}
+	cur := s.Current
+	get := func(id string) (float64, bool) {
+		x, ok := cur.Get(id)
+		if !ok || math.IsNaN(x) || math.IsInf(x, 0) {
+			return 0, false
+		}
+		return x, true
+	}
+	r := len(sigMetrics)
+	if ttft, ok := get(m.TTFT); ok {
+		if tpot, ok := get(m.TPOT); ok && tpot > 0 && ttft > 0 {
+			sig[r] = clip1(math.Log10(ttft/tpot) / 3)
+		}
+	}
+	if sh, ok := queueShare(cur); ok {
+		sig[r+1] = clip1(sh)
+	}
+	if gap, ok := gatewayGap(cur); ok {
+		if g, _ := get(m.GatewayE2E); g > 0 {
+			sig[r+2] = clip1(gap / g)
+		}
+	}
+	if kv, ok := get(m.KVCacheUsage); ok {
+		sig[r+3] = clip1(kv)
+	}
+	if hit, ok := get(m.KVCacheHitRate); ok {
+		if d, ok := base[m.KVCacheHitRate]; ok && d.Std > 0 {
+			sig[r+4] = clip1(hit - d.Mean)
+		}
+	}
+	if sm, ok := get(m.SMUtil); ok {
+		run, ok := get(m.RunningSeqs)
+		dsm, ok1 := base[m.SMUtil]
+		drun, ok2 := base[m.RunningSeqs]
+		if ok && ok1 && ok2 && dsm.Std > 0 && drun.Std > 0 && run > 0 && drun.Mean > 0 && dsm.Mean > 0 && sm > 0 {
+			sig[r+5] = clip1(math.Log2((sm/run)/(dsm.Mean/drun.Mean)) / 3)
+		}
+	}
+	if e, ok := get(m.ErrorRate); ok {
+		sig[r+6] = clip1(e / 0.1)
+	}
+	if rej, ok := get(m.RejectionRate); ok {
+		sig[r+7] = clip1(rej)
+	}
+	return sig
+}
+
+// squash maps a signed z to ±1 on a log scale.
+func squash(z float64) float64 {
+	if math.IsNaN(z) {
+		return 0
+	}
+	v := math.Log1p(math.Abs(z)) / math.Log1p(zSquash)
+	if v > 1 {
+		v = 1
+	}
+	if z < 0 {
+		return -v
+	}
+	return v
+}
+
+// clip1 clips x to ±1 as a float32, NaN to 0.
+func clip1(x float64) float32 {
+	switch {
+	case math.IsNaN(x):
+		return 0
+	case x > 1:
+		return 1
+	case x < -1:
+		return -1
+	}
+	return float32(x)
+}
+
+// quantise stores a signature as int8 (x·127, rounded).
+func (sig *Signature) quantise(dst []int8) {
+	for i, x := range sig {
+		v := math.Round(float64(x) * 127)
+		if v > 127 {
+			v = 127
+		} else if v < -127 || math.IsNaN(v) {
+			if math.IsNaN(v) {
+				v = 0
+			} else {
+				v = -127
+			}
+		}
+		dst[i] = int8(v)
+	}
+}
+
+// Review says how a case's label was established. Only reviewed labels
+// teach the matcher: an unreviewed diagnosis is the engine's own guess,
+// and learning from it would only repeat its mistakes.
+type Review int
+
+// Review kinds.
+const (
+	// Confirmed: an engineer marked the engine's diagnosis correct.
+	Confirmed Review = iota
+	// Corrected: an engineer replaced the engine's cause with another.
+	Corrected
+	// Truth: a label known by construction (a simulated fault, a
+	// reproduced incident).
+	Truth
+)
+
+// LabelledCase is a snapshot with its true root cause, as the knowledge
+// base learns it. The cause may be any id, including one an engineer
+// created that no rule covers.
+type LabelledCase struct {
+	ID       string
+	Snapshot m.Snapshot
+	Cause    string
+	Review   Review
+	// At is when the incident happened; zero means the snapshot's time.
+	At time.Time
+}
+
+// Neighbour is one stored case close to a query.
+type Neighbour struct {
+	ID         string
+	RootCause  string
+	Similarity float64
+	// Shared lists the features (catalog ids or ratio names) on which both
+	// cases deviate the same way, strongest first: what made them close.
+	Shared []string
+	weight float64
+}
+
+// caseMeta is what the knowledge base keeps beside each vector.
+type caseMeta struct {
+	id     string
+	at     int64 // unix seconds
+	cause  uint16
+	review Review
+}
+
+// KnowledgeBase holds labelled cases for similar-case matching. Vectors
+// live in one flat int8 slice (SigDim bytes a case) so a query is a single
+// sequential, memory-bound scan; labels and ids sit in a parallel slice
+// read only for the k nearest. It is safe for concurrent use: queries take
+// a read lock, Add and Replace a write lock.
+type KnowledgeBase struct {
+	mu     sync.RWMutex
+	vecs   []int8
+	meta   []caseMeta
+	causes []string
+	index  map[string]uint16
+}
+
+// NewKnowledgeBase returns an empty knowledge base.
+func NewKnowledgeBase() *KnowledgeBase {
+	return &KnowledgeBase{index: map[string]uint16{}}
+}
+
+// maxCauses bounds the distinct cause ids (engineer-created ones included).
+const maxCauses = math.MaxUint16
+
+// Add learns one labelled case.
+func (kb *KnowledgeBase) Add(c LabelledCase) error {
+	sig := NewSignature(c.Snapshot)
+	return kb.AddSignature(c.ID, sig, c.Cause, c.Review, caseTime(c))
+}
+
+// caseTime is the incident time of c.
+func caseTime(c LabelledCase) time.Time {
+	if !c.At.IsZero() {
+		return c.At
+	}
+	return c.Snapshot.At
+}
+
+// AddSignature learns a case from a precomputed signature.
+func (kb *KnowledgeBase) AddSignature(id string, sig Signature, cause string, review Review, at time.Time) error {
+	cause = strings.TrimSpace(cause)
+	if cause == "" {
+		return fmt.Errorf("diagnose: knowledge base: case %q has no cause", id)
+	}
+	if review < Confirmed || review > Truth {
+		return fmt.Errorf("diagnose: knowledge base: case %q has an unknown review kind %d", id, review)
+	}
+	kb.mu.Lock()
+	defer kb.mu.Unlock()
+	if kb.index == nil {
+		kb.index = map[string]uint16{}
+	}
+	ci, ok := kb.index[cause]
+	if !ok {
+		if len(kb.causes) >= maxCauses {
+			return fmt.Errorf("diagnose: knowledge base: more than %d distinct causes", maxCauses)
+		}
+		ci = uint16(len(kb.causes))
+		kb.causes = append(kb.causes, cause)
+		kb.index[cause] = ci
+	}
+	n := len(kb.vecs)
+	kb.vecs = append(kb.vecs, make([]int8, SigDim)...)
+	sig.quantise(kb.vecs[n : n+SigDim])
+	var t int64
+	if !at.IsZero() {
+		t = at.Unix()
+	}
+	kb.meta = append(kb.meta, caseMeta{id: id, at: t, cause: ci, review: review})
+	return nil
+}
+
+// Replace swaps the whole content for cases (the console reloads from the
+// store this way); on error the old content stays.
+func (kb *KnowledgeBase) Replace(cases []LabelledCase) error {
+	fresh := NewKnowledgeBase()
+	for _, c := range cases {
+		if err := fresh.Add(c); err != nil {
+			return err
+		}
+	}
+	kb.mu.Lock()
+	kb.vecs, kb.meta, kb.causes, kb.index = fresh.vecs, fresh.meta, fresh.causes, fresh.index
+	kb.mu.Unlock()
+	return nil
+}
+
+// Len is the number of stored cases.
+func (kb *KnowledgeBase) Len() int {
+	if kb == nil {
+		return 0
+	}
+	kb.mu.RLock()
+	defer kb.mu.RUnlock()
+	return len(kb.meta)
+}
+
+// BytesPerCase is the memory one stored case takes, not counting its id's
+// bytes: the vector plus its metadata.
+const BytesPerCase = SigDim + 40
+
+// Similarity scale: the root-mean-square feature difference (features in
+// ±1) at which similarity is one half. Two snapshots of one fault at
+// different severities differ by about 0.1 per feature.
+const simHalfRMS = 0.12
+
+// similarityOf maps a squared int8 distance to a similarity in 0-1.
+func similarityOf(d2 int32) float64 {
+	rms := math.Sqrt(float64(d2)/SigDim) / 127
+	return 1 / (1 + (rms/simHalfRMS)*(rms/simHalfRMS))
+}
+
+// Nearest returns the k stored cases closest to sig, most similar first.
+func (kb *KnowledgeBase) Nearest(sig Signature, k int) []Neighbour {
+	if kb == nil || k <= 0 {
+		return nil
+	}
+	var q [SigDim]int8
+	sig.quantise(q[:])
+	kb.mu.RLock()
+	defer kb.mu.RUnlock()
+	top := scanNearest(&q, kb.vecs, k)
+	out := make([]Neighbour, 0, len(top))
+	for _, h := range top {
+		md := kb.meta[h.idx]
+		nb := Neighbour{ID: md.id, RootCause: kb.causes[md.cause], Similarity: similarityOf(h.d2)}
+		nb.Shared = shared(&q, kb.vecs[h.idx*SigDim:(h.idx+1)*SigDim])
+		out = append(out, nb)
+	}
+	return out
+}
+
+// hit is one scanned case: its index and squared distance.
+type hit struct {
+	idx int
+	d2  int32
+}
+
+// scanNearest returns the k vectors of vecs nearest q, nearest first. It
+// keeps the k best in a max-heap and abandons a vector as soon as its
+// partial distance over the first half exceeds the k-th best, so most
+// vectors cost half a row.
+func scanNearest(q *[SigDim]int8, vecs []int8, k int) []hit {
+	n := len(vecs) / SigDim
+	if k > n {
+		k = n
+	}
+	if k == 0 {
+		return nil
+	}
+	var qi [SigDim]int32
+	for i, x := range q {
+		qi[i] = int32(x)
+	}
+	heap := make([]hit, 0, k)
+	bound := int32(math.MaxInt32)
+	for i := 0; i < n; i++ {
+		v := vecs[i*SigDim : i*SigDim+SigDim : i*SigDim+SigDim]
+		var s0, s1, s2, s3 int32
+		for j := 0; j < SigDim/2; j += 4 {
+			d0 := qi[j] - int32(v[j])
+			d1 := qi[j+1] - int32(v[j+1])
+			d2 := qi[j+2] - int32(v[j+2])
+			d3 := qi[j+3] - int32(v[j+3])
+			s0 += d0 * d0
+			s1 += d1 * d1
+			s2 += d2 * d2
+			s3 += d3 * d3
+		}
+		s := s0 + s1 + s2 + s3
+		if s >= bound {
+			continue
+		}
+		for j := SigDim / 2; j < SigDim; j += 4 {
+			d0 := qi[j] - int32(v[j])
+			d1 := qi[j+1] - int32(v[j+1])
+			d2 := qi[j+2] - int32(v[j+2])
+			d3 := qi[j+3] - int32(v[j+3])
+			s += d0*d0 + d1*d1 + d2*d2 + d3*d3
+		}
+		if s >= bound {
+			continue
+		}
+		if len(heap) < k {
+			heap = append(heap, hit{i, s})
+			siftUp(heap, len(heap)-1)
+			if len(heap) == k {
+				bound = heap[0].d2
+			}
+			continue
+		}
+		heap[0] = hit{i, s}
+		siftDown(heap, 0)
+		bound = heap[0].d2
+	}
+	sort.Slice(heap, func(a, b int) bool {
+		if heap[a].d2 != heap[b].d2 {
+			return heap[a].d2 < heap[b].d2
+		}
+		return heap[a].idx < heap[b].idx
+	})
+	return heap
+}
+
+// siftUp and siftDown maintain a max-heap on d2.
+func siftUp(h []hit, i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if h[p].d2 >= h[i].d2 {
+			return
+		}
+		h[p], h[i] = h[i], h[p]
+		i = p
+	}
+}
+
+func siftDown(h []hit, i int) {
+	for {
+		l, big := 2*i+1, i
+		if l < len(h) && h[l].d2 > h[big].d2 {
+			big = l
+		}
+		if r := l + 1; r < len(h) && h[r].d2 > h[big].d2 {
+			big = r
+		}
+		if big == i {
+			return
+		}
+		h[i], h[big] = h[big], h[i]
+		i = big
+	}
+}
+
+// sharedMin is the smallest feature (of 127) both cases need on the same
+// side to count as a shared deviation: about z = 3 on the squashed scale.
+const sharedMin = 40
+
+// maxShared bounds the shared features listed per neighbour.
+const maxShared = 5
+
+// shared lists the features on which q and v both deviate the same way,
+// strongest common deviation first.
+func shared(q *[SigDim]int8, v []int8) []string {
+	type f struct {
+		i int
+		s int
+	}
+	var fs []f
+	for i := range q {
+		a, b := int(q[i]), int(v[i])
+		if a*b <= 0 {
+			continue
+		}
+		s := min(abs(a), abs(b))
+		if s >= sharedMin {
+			fs = append(fs, f{i, s})
+		}
+	}
+	sort.SliceStable(fs, func(a, b int) bool { return fs[a].s > fs[b].s })
+	out := make([]string, 0, min(len(fs), maxShared))
+	for _, x := range fs {
+		if len(out) == maxShared {
+			break
+		}
+		out = append(out, FeatureName(x.i))
+	}
+	return out
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// Matching weights. Each neighbour votes for its cause with weight
+// similarity² x review x recency:
+//
+//   - review: a correction counts 1.5, a confirmation or a known truth 1. A
+//     correction is the strongest lesson the archive holds: an engineer
+//     looked at a case the rules got wrong and named the cause; a
+//     confirmation mostly repeats what the rules already say.
+//   - recency: a half-life of 90 days on the age of the case at the time
+//     of the query, never below 0.25. Deployments change (GPUs, engine
+//     versions, traffic), so newer lessons describe the current system
+//     better, but incidents recur after months, so old cases keep a
+//     quarter of their say. A case newer than the query (a replay) counts
+//     in full.
+const (
+	correctedWeight = 1.5
+	recencyHalfLife = 90 * 24 * time.Hour
+	recencyFloor    = 0.25
+)
+
+// voteWeight is the weight of neighbour nb of a query at time at.
+func voteWeight(sim float64, review Review, caseAt int64, at time.Time) float64 {
+	w := sim * sim
+	if review == Corrected {
+		w *= correctedWeight
+	}
+	if caseAt != 0 && !at.IsZero() {
+		age := at.Sub(time.Unix(caseAt, 0))
+		if age > 0 {
+			w *= math.Max(recencyFloor, math.Exp2(-float64(age)/float64(recencyHalfLife)))
+		}
+	}
+	return w
+}
+
+// Match is the matcher's verdict on one query.
+type Match struct {
+	Neighbours []Neighbour
+	// Votes is each cause's share of the weighted vote, in 0-1.
+	Votes map[string]float64
+	// Support is the summed vote weight: the effective number of close,
+	// recent, reviewed cases behind the votes.
+	Support float64
+}
+
+// Match finds the k nearest cases to sig and tallies their votes at time
+// at (zero: no recency weighting).
+func (kb *KnowledgeBase) Match(sig Signature, k int, at time.Time) Match {
+	res := Match{Votes: map[string]float64{}}
+	if kb == nil || k <= 0 {
+		return res
+	}
+	var q [SigDim]int8
+	sig.quantise(q[:])
+	kb.mu.RLock()
+	defer kb.mu.RUnlock()
+	top := scanNearest(&q, kb.vecs, k)
+	total := 0.0
+	for _, h := range top {
+		md := kb.meta[h.idx]
+		sim := similarityOf(h.d2)
+		nb := Neighbour{ID: md.id, RootCause: kb.causes[md.cause], Similarity: sim, weight: voteWeight(sim, md.review, md.at, at)}
+		nb.Shared = shared(&q, kb.vecs[h.idx*SigDim:(h.idx+1)*SigDim])
+		res.Neighbours = append(res.Neighbours, nb)
+		res.Votes[nb.RootCause] += nb.weight
+		total += nb.weight
+	}
+	res.Support = total
+	if total > 0 {
+		for c := range res.Votes {
+			res.Votes[c] /= total
+		}
+	}
+	return res
+}
