@@ -268,8 +268,10 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	in.capacity = mu
 
 	// Arrivals with the trace's burstiness.
+	// A surge is client traffic beyond capacity at the gateway; the part
+	// the router sends elsewhere (keep < 1) never arrives here.
 	if ph.surge > 0 {
-		lambda = math.Max(lambda, mu*ph.surge)
+		lambda = math.Max(lambda, mu*ph.surge*ph.keep)
 	}
 	arr := 0.0
 	if lambda > 0 {

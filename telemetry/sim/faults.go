@@ -208,6 +208,6 @@ func applyFault(ph *physics, cause string, s float64, oneInstance bool, in *inst
 		}
 	case metrics.CauseHostOverhead:
 		// Tokenizer, scheduler or kernel-launch time on the CPU.
-		ph.hostMs += 2 + 12*s
+		ph.hostMs += 4 + 14*s
 	}
 }

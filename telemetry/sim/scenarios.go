@@ -108,7 +108,7 @@ func planScenario(seed int64, i int) scenarioPlan {
 	p.caseScope = p.instance && rng.Float64() < 0.6
 	p.onset = p.at.Add(-time.Duration((1.5 + 3.5*rng.Float64()) * float64(time.Minute)))
 	if rng.Float64() < 0.1 {
-		others := slices.DeleteFunc(metrics.FaultCauses(), func(c string) bool { return c == p.label })
+		others := slices.DeleteFunc(metrics.FaultCauses(), func(c string) bool { return c == p.label || masks(p.label, c) })
 		p.second = others[rng.IntN(len(others))]
 		p.sev2 = 0.3 + 0.6*rng.Float64()
 		room := p.at.Add(-time.Minute).Sub(p.onset) - 30*time.Second
@@ -117,6 +117,16 @@ func planScenario(seed int64, i int) scenarioPlan {
 	p.noProf = rng.Float64() < 0.12
 	p.noGateway = rng.Float64() < 0.12 && p.label != metrics.CauseTransportLatency && p.second != metrics.CauseTransportLatency
 	return p
+}
+
+// masks reports whether a second fault would cancel or swamp the first
+// one's signature, so the pair is not a case of the first: a surge beyond
+// capacity fills the GPUs a routing change has just emptied, and the other
+// way round.
+func masks(first, second string) bool {
+	pair := [2]string{first, second}
+	return pair == [2]string{metrics.CauseGPUUnderutilized, metrics.CauseQueueBacklog} ||
+		pair == [2]string{metrics.CauseQueueBacklog, metrics.CauseGPUUnderutilized}
 }
 
 func scenario(seed int64, i int) metrics.Case {
