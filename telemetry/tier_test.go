@@ -489,6 +489,9 @@ func TestTieredQuerierStitches(t *testing.T) {
 	now := tierBase.Add(total * time.Second)
 	ts := openTestTiers(t, t.TempDir(), TierOptions{RawRetention: time.Hour, MinuteRetention: 3 * time.Hour}, &now)
 	defer ts.close()
+	// The raw tier keeps everything here, so that the test can compare
+	// with it (retention would otherwise race with the downsampler).
+	ts.raw().DisableCompactions()
 	var src rawSource
 	src.appendRange(t, ts.raw(), 0, total)
 	if err := ts.ds.catchUp(context.Background()); err != nil {
