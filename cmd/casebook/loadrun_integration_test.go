@@ -70,9 +70,15 @@ func TestLoadRun(t *testing.T) {
 	}
 	incidentPath := fmt.Sprintf("/incidents/%d", res[0].IncidentID)
 
-	// The run: worker w takes requests w, w+8, ...; every fourth is a
-	// webhook of two new alerts, and every tenth webhook resends an
-	// earlier message, as Alertmanager does when a reply is lost.
+	// Alertmanager resends a message whose reply it lost: the same alert
+	// must come back as the incident it already opened.
+	if again := postAlerts(t, cb, client, token, seed); len(again) != 1 || again[0].Status != "existing" || again[0].IncidentID != res[0].IncidentID {
+		cb.Fatalf(t, "resent seed alert: %+v, want existing incident %d", again, res[0].IncidentID)
+	}
+
+	// The run: workers take request numbers in turn; every fourth is a
+	// webhook of two new alerts, and every tenth webhook resends the
+	// worker's previous message.
 	kinds := []string{"overview", "scope", "incident", "webhook"}
 	var (
 		mu       sync.Mutex
@@ -178,13 +184,22 @@ func TestLoadRun(t *testing.T) {
 	if len(acked) != len(sent) {
 		t.Errorf("%d alerts sent, %d acknowledged", len(sent), len(acked))
 	}
+	// Resend one message of the run after it, whatever the run's length.
+	for _, fps := range lastByW {
+		if fps == nil {
+			continue
+		}
+		for _, a := range postAlerts(t, cb, client, token, alertMessage(model, fps, startsAt)) {
+			if a.Status != "existing" || a.IncidentID != acked[a.Fingerprint] {
+				t.Errorf("resent alert %s: %s incident %d, want existing incident %d", a.Fingerprint, a.Status, a.IncidentID, acked[a.Fingerprint])
+			}
+		}
+		break
+	}
 
 	// Stop the server and read its archive: every acknowledged alert is
 	// there exactly once, under the incident the webhook named.
 	cb.Stop()
-	if cb.Alive() {
-		cb.Fatalf(t, "did not stop")
-	}
 	st, err := store.Open(ctx, filepath.Join(data, "casebook.db"))
 	if err != nil {
 		t.Fatalf("open the archive after the run: %v", err)
