@@ -34,6 +34,13 @@ func neutral() physics {
 		ctxGrowth: 1, prefixShare: 1, acceptance: 1, hotGPU: -1}
 }
 
+// DCGM clocks-event-reason bits (DCGM_CLOCKS_EVENT_REASON_*).
+const (
+	clockReasonIdle       = 0x1
+	clockReasonSWPowerCap = 0x4
+	clockReasonSWThermal  = 0x20
+)
+
 // gpuState is one GPU of an instance's tensor-parallel group.
 type gpuState struct {
 	index     int
@@ -42,20 +49,23 @@ type gpuState struct {
 	tempC     float64
 	memTempC  float64
 	clock     float64 // SM clock ratio to the max clock
-	throttle  float64 // thermal controller state, 1 = no slowdown
-	powerW    float64
-	energyMJ  float64
-	util      float64 // GPU_UTIL, percent
-	copyUtil  float64
-	grActive  float64
-	smActive  float64
-	tensor    float64
-	dram      float64
-	fbUsedMiB float64
-	fbFreeMiB float64
-	pcieTX    float64
-	pcieRX    float64
-	xid       float64
+	// clockReasons is the DCGM clocks-event-reason bitmask: why the clock
+	// is below its maximum (clockReason* bits).
+	clockReasons float64
+	throttle     float64 // thermal controller state, 1 = no slowdown
+	powerW       float64
+	energyMJ     float64
+	util         float64 // GPU_UTIL, percent
+	copyUtil     float64
+	grActive     float64
+	smActive     float64
+	tensor       float64
+	dram         float64
+	fbUsedMiB    float64
+	fbFreeMiB    float64
+	pcieTX       float64
+	pcieRX       float64
+	xid          float64
 }
 
 // counters are the cumulative vLLM and gateway counters of an instance.
@@ -449,6 +459,16 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 		}
 		gs.throttle = clamp(gs.throttle, 0.35, 1)
 		gs.clock = math.Min(powerClock, gs.throttle)
+		gs.clockReasons = 0
+		if gs.smActive < 0.01 {
+			gs.clockReasons += clockReasonIdle
+		}
+		if powerClock < 1 {
+			gs.clockReasons += clockReasonSWPowerCap
+		}
+		if gs.throttle < 1 {
+			gs.clockReasons += clockReasonSWThermal
+		}
 		gs.clock = math.Floor(gs.clock*gpu.MaxSMClockMHz/15) * 15 / gpu.MaxSMClockMHz
 		gs.powerW = math.Min(limit, gpu.IdlePowerW+demand*gs.clock*gs.clock) * jit(0.01)
 		steady := ambient + thermalR*gs.powerW

@@ -197,6 +197,7 @@ var dcgmIntFields = map[string]bool{
 	"DCGM_FI_DEV_ENC_UTIL": true, "DCGM_FI_DEV_DEC_UTIL": true, "DCGM_FI_DEV_XID_ERRORS": true,
 	"DCGM_FI_DEV_FB_FREE": true, "DCGM_FI_DEV_FB_USED": true, "DCGM_FI_DEV_FB_RESERVED": true,
 	"DCGM_FI_PROF_PCIE_TX_BYTES": true, "DCGM_FI_PROF_PCIE_RX_BYTES": true,
+	"DCGM_FI_DEV_CLOCKS_EVENT_REASONS": true,
 }
 
 // dcgmExposed rounds a value the way its exposition prints it, so that
@@ -325,9 +326,7 @@ func pyBool(b bool) string {
 
 // numGPUBlocks is the KV-cache size vLLM reports at start-up.
 func numGPUBlocks(spec ModelSpec, cfg EngineConfig) int {
-	g := float64(cfg.TensorParallelSize)
-	pool := (cfg.GPUMemoryUtilization*H100.MemoryMiB*(1<<20) - spec.WeightBytes()/g - 3.5*(1<<30)) * g
-	return max(64, int(pool/spec.KVBytesPerToken()/float64(cfg.BlockSize)))
+	return max(64, int(kvPoolTokens(spec, cfg))/cfg.BlockSize)
 }
 
 // gpuField is one exported dcgm-exporter field.
@@ -339,6 +338,7 @@ type gpuField struct {
 var gpuFields = []gpuField{
 	{"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", "gauge", func(g *gpuState) float64 { return math.Round(g.clock * H100.MaxSMClockMHz) }},
 	{"DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", "gauge", func(*gpuState) float64 { return H100.MemClockMHz }},
+	{"DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "Current clock event reasons (bitmask of DCGM_CLOCKS_EVENT_REASON_*).", "gauge", func(g *gpuState) float64 { return g.clockReasons }},
 	{"DCGM_FI_DEV_MEMORY_TEMP", "Memory temperature (in C).", "gauge", func(g *gpuState) float64 { return math.Round(g.memTempC) }},
 	{"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", "gauge", func(g *gpuState) float64 { return math.Round(g.tempC) }},
 	{"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", "gauge", func(g *gpuState) float64 { return g.powerW }},

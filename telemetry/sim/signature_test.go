@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/casebook/casebook/metrics"
 )
@@ -163,6 +164,66 @@ func TestRequestTimesAgree(t *testing.T) {
 		}
 		if m := median(rs); math.Abs(m-1) > 0.05 {
 			t.Errorf("%s: median %.3f, want 1 within 5%%", name, m)
+		}
+	}
+}
+
+func TestKVPoolTokens(t *testing.T) {
+	llama, qwen := Models[0], Models[1]
+	tests := []struct {
+		name string
+		m    ModelSpec
+		cfg  EngineConfig
+		want float64 // tokens, from the sizes worked by hand
+	}{
+		// Llama 3.1 8B, TP 2, 0.9: per GPU 0.9 x 81559 MiB - 8.03 GB - 3.5 GiB
+		// = 65.18 GB; a token takes 32 x 8 x 128 x 2 x 2 / 2 = 65536 bytes.
+		{"llama tp2", llama, defaultConfig(llama, 2, 2), 994_578},
+		// The same on one GPU: 57.15 GB (the whole 16.06 GB of weights) at 131072 bytes a token.
+		{"llama tp1", llama, defaultConfig(llama, 1, 2), 436_025},
+		// Qwen2.5 32B, TP 2: 0.9 x 81559 MiB - 32.8 GB - 3.5 GiB = 40.41 GB
+		// at 64 x 8 x 128 x 4 / 2 = 131072 bytes a token.
+		{"qwen tp2", qwen, defaultConfig(qwen, 2, 2), 308_309},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := kvPoolTokens(tc.m, tc.cfg)
+			if math.Abs(got/tc.want-1) > 0.0002 {
+				t.Errorf("kvPoolTokens = %.0f, want %.0f within 0.02%%", got, tc.want)
+			}
+			if math.Mod(got, float64(tc.cfg.BlockSize)) != 0 {
+				t.Errorf("kvPoolTokens = %.0f is not whole blocks of %d", got, tc.cfg.BlockSize)
+			}
+		})
+	}
+	low := defaultConfig(llama, 2, 2)
+	low.GPUMemoryUtilization = 0.12 // less than the weights and the reserve
+	if got := kvPoolTokens(llama, low); got != 0 {
+		t.Errorf("kvPoolTokens with no room = %.0f, want 0", got)
+	}
+}
+
+func TestThrottlingCapsPowerAndSetsTheReason(t *testing.T) {
+	c := New(Options{Seed: 2, Start: monday})
+	scope := metrics.Scope{Model: Models[0].Name}
+	c.Advance(monday.Add(10 * time.Minute))
+	if _, err := c.Inject(Fault{Cause: metrics.CauseGPUThrottling, Scope: scope, Severity: 0.6}); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(monday.Add(14 * time.Minute))
+	for _, in := range c.models[0].instances {
+		caps := in.onset["f1"].powerW
+		for i, g := range in.gpus {
+			if int(g.clockReasons)&clockReasonSWPowerCap == 0 {
+				t.Errorf("%s gpu %d: clock reasons %#x lack SW power cap", in.name, i, int(g.clockReasons))
+			}
+			if g.clock >= 0.95 {
+				t.Errorf("%s gpu %d: SM clock at %.2f of max under a power cap", in.name, i, g.clock)
+			}
+			cap := math.Max(H100.IdlePowerW+40, caps[i]*(1-0.45*effectSize(0.6)))
+			if math.Abs(g.powerW/cap-1) > 0.05 {
+				t.Errorf("%s gpu %d: power %.0f W, want at the cap %.0f W", in.name, i, g.powerW, cap)
+			}
 		}
 	}
 }
