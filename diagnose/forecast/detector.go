@@ -19,6 +19,14 @@ type DetectorOptions struct {
 	// bad direction to raise an alert (default 3: three minutes at
 	// 1-minute data).
 	Consecutive int
+	// EchoZ guards the Consecutive rule against autocorrelated noise: when
+	// recent one-step-ahead errors are correlated (lag-1 correlation rho),
+	// one large shock decays over several points, and a run only fires once
+	// its last point is EchoZ conditional standard errors beyond the decay
+	// of its first, (z_k - rho^k z_0) / sqrt(1 - rho^2k) >= EchoZ, so a
+	// sustained shift fires and a decaying shock does not (default 2;
+	// negative turns the guard off).
+	EchoZ float64
 	// Clear is how many points in a row back inside the band end an alert
 	// (default 5, at least Consecutive), so an anomaly that hovers at the
 	// band's edge stays one alert.
@@ -64,6 +72,9 @@ type DetectorOptions struct {
 func (o DetectorOptions) withDefaults() DetectorOptions {
 	if o.Consecutive <= 0 {
 		o.Consecutive = 3
+	}
+	if o.EchoZ == 0 {
+		o.EchoZ = 2
 	}
 	if o.Clear <= 0 {
 		o.Clear = 5
@@ -188,6 +199,8 @@ type seriesState struct {
 
 	firing   bool
 	badRun   int
+	zFirst   float64 // z of the run's first point
+	rho      float64 // lag-1 correlation of recent one-step-ahead errors
 	badStart int64
 	inRun    int
 	outRun   int
@@ -367,15 +380,15 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	if !st.firing {
 		if bad && (st.badRun == 0 || dirOf(side) == st.alertDir) {
 			if st.badRun == 0 {
-				st.badStart, st.alertDir = sec, dirOf(side)
+				st.badStart, st.alertDir, st.zFirst = sec, dirOf(side), z
 			}
 			st.badRun++
 		} else if bad {
-			st.badRun, st.badStart, st.alertDir = 1, sec, dirOf(side)
+			st.badRun, st.badStart, st.alertDir, st.zFirst = 1, sec, dirOf(side), z
 		} else {
 			st.badRun = 0
 		}
-		if st.badRun >= d.opts.Consecutive {
+		if st.badRun >= d.opts.Consecutive && d.notEcho(st, z) {
 			st.firing, st.inRun = true, 0
 			return mk(Firing, st.badStart, st.alertDir, ""), true
 		}
@@ -586,7 +599,50 @@ func (d *Detector) recalibrate(st *seriesState) {
 		}
 		s := tailScale(u, median(u))
 		st.inflate = math.Min(math.Max(s, 1), 4)
+		st.rho = lag1(st.calib, d.opts.Model.withDefaults().Z)
 	}
+}
+
+// lag1 is the lag-1 correlation of the ring's errors in time order, with
+// errors clipped at +-clip so that a few large ones do not decide it,
+// clamped to [0, 0.95].
+func lag1(r ring, clip float64) float64 {
+	n := len(r.pts)
+	at := func(i int) float64 {
+		v := r.pts[(r.next+i)%n].e
+		return math.Max(-clip, math.Min(clip, v))
+	}
+	var num, den float64
+	prev := at(0)
+	den = prev * prev
+	for i := 1; i < n; i++ {
+		cur := at(i)
+		num += cur * prev
+		den += cur * cur
+		prev = cur
+	}
+	if den == 0 {
+		return 0
+	}
+	return math.Max(0, math.Min(0.95, num/den))
+}
+
+// notEcho reports whether the run's current point, at z, is more than the
+// decaying echo of its first point under the recent lag-1 correlation.
+func (d *Detector) notEcho(st *seriesState, z float64) bool {
+	if d.opts.EchoZ < 0 || st.rho <= 0 || st.badRun < 2 {
+		return true
+	}
+	r := math.Pow(st.rho, float64(st.badRun-1))
+	sd := math.Sqrt(1 - r*r)
+	if sd <= 0 {
+		return true
+	}
+	excess := (z - r*st.zFirst) / sd
+	if st.alertDir == metrics.Down {
+		excess = -excess
+	}
+	return excess >= d.opts.EchoZ
 }
 
 // Group is the anomalies of one scope that fired in the same minute.

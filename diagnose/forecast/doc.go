@@ -27,7 +27,7 @@
 // last week: the 95th percentile of their absolute deviation divided by
 // 1.96, which equals the standard deviation for normal noise, sees heavy
 // tails that the MAD misses, and is not moved far by up to 5% of
-// anomalous points; per hour of day when the spread varies over the day
+// anomalous points; per hour of day once the last week covers two days
 // (shrunk towards the overall value with a weight of 30 samples). The
 // half-width never falls below RelFloor (2%) of the forecast or AbsFloor,
 // which the detector takes from the metric's unit (UnitFloor: 0.5 ms, 0.005
@@ -52,7 +52,12 @@
 // the forecast, so a series running a little off its seasonal shape for
 // hours does not alert on that; and when the robust spread of the last
 // CalibrationWindow (1,440) errors exceeds the model's standard error, the
-// band widens by the ratio (at most 4 times).
+// band widens by the ratio (at most 4 times). Those errors also give the
+// lag-1 correlation rho of the noise: one large shock in correlated noise
+// decays over several points, so a run of Consecutive points fires only
+// once its last point is EchoZ (2) conditional standard errors beyond the
+// decaying echo of its first, (z_k - rho^k z_0) / sqrt(1 - rho^2k); a
+// sustained shift passes at once or a point or two later.
 //
 // Models are refitted every hour (Refit), and while the history is young
 // each time it doubles; a seasonal model leaves the points observed during

@@ -185,8 +185,8 @@ func (m *Model) String() string {
 }
 
 // Predict returns the forecast at t and the band around it. The band is
-// Z robust standard errors (per hour of day when the history shows the
-// spread varies) and never narrower than the relative and absolute floors.
+// Z robust standard errors (per hour of day once the history covers two
+// days) and never narrower than the relative and absolute floors.
 func (m *Model) Predict(t time.Time) (forecast, lower, upper float64) {
 	f, hw := m.band(t.Unix(), 0, 1)
 	return f, f - hw, f + hw
@@ -570,8 +570,9 @@ func (m *Model) solve(rows []row) []float64 {
 }
 
 // residualScale sets the robust standard error from the residuals of every
-// raw sample, and per hour of day when the history covers two days or more
-// (shrunk towards the overall value where an hour has few samples).
+// raw sample of the last week, and per hour of day when that covers two
+// days or more (shrunk towards the overall value with the weight of 30
+// samples, so an hour with few samples keeps close to it).
 func (m *Model) residualScale(pts []point) {
 	// The spread of the last week is the one that matters now.
 	cut := pts[len(pts)-1].t - 7*86400
@@ -593,7 +594,6 @@ func (m *Model) residualScale(pts []point) {
 	}
 	var hourly [24]float64
 	const prior = 30.0 // samples' worth of weight on the overall sigma
-	varies := false
 	for h := range byHour {
 		r := byHour[h]
 		nh := float64(len(r))
@@ -602,13 +602,8 @@ func (m *Model) residualScale(pts []point) {
 			sh = tailScale(r, median(r))
 		}
 		hourly[h] = math.Sqrt((nh*sh*sh + prior*m.sigma*m.sigma) / (nh + prior))
-		if hourly[h] > 1.25*m.sigma || hourly[h] < 0.8*m.sigma {
-			varies = true
-		}
 	}
-	if varies {
-		m.hourly = &hourly
-	}
+	m.hourly = &hourly
 }
 
 // median returns the median of v without modifying it; 0 for no values.
