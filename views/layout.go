@@ -9,6 +9,7 @@ const (
 	NavKnowledge = "knowledge"
 	NavAccuracy  = "accuracy"
 	NavFaults    = "faults"
+	NavStorage   = "storage"
 )
 
 // Assets holds the versioned URLs of the stylesheet and script.
@@ -55,6 +56,7 @@ func (l LayoutView) navLinks() []navLink {
 		{NavIncidents, "Incidents", "/incidents"},
 		{NavKnowledge, "Knowledge base", "/kb"},
 		{NavAccuracy, "Accuracy", "/accuracy"},
+		{NavStorage, "Storage", "/storage"},
 	}
 	if l.ShowFaults {
 		links = append(links, navLink{NavFaults, "Fault injection", "/faults"})

@@ -46,6 +46,7 @@ func registerRoutes(e *echo.Echo, h *handlers.Handlers, opts Options, om *observ
 	e.GET("/faults", h.Faults.List).Name = RouteFaults
 	e.POST("/faults", h.Faults.Create).Name = RouteFaultCreate
 	e.POST("/faults/clear", h.Faults.Clear).Name = RouteFaultClear
+	e.GET("/storage", handlers.NewStorage(h).Show).Name = "storage.show"
 
 	// JSON API.
 	e.POST("/api/v1/diagnose", h.Diagnoses.API).Name = RouteAPIDiagnose

@@ -1,0 +1,52 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/casebook/casebook/telemetry"
+	"github.com/casebook/casebook/views"
+)
+
+// StorageReporter describes the embedded metric store.
+// *telemetry.Telemetry implements it.
+type StorageReporter interface {
+	Storage() (telemetry.StorageStats, error)
+}
+
+// Storage serves the storage page: series, ingest rate, and per tier disk
+// use, oldest sample and downsampler lag.
+type Storage struct{ d *Deps }
+
+// NewStorage returns the storage page handler over the handlers' Deps. The
+// page reads the Telemetry dependency when it implements StorageReporter
+// and otherwise says that storage is managed remotely.
+func NewStorage(h *Handlers) *Storage { return &Storage{h.deps} }
+
+// Show renders the storage page.
+func (h *Storage) Show(c echo.Context) error {
+	vm := views.StorageView{Layout: h.d.layout("Storage", views.NavStorage), Now: h.d.Now()}
+	if sr, ok := h.d.Telemetry.(StorageReporter); ok {
+		st, err := sr.Storage()
+		switch {
+		case errors.Is(err, telemetry.ErrNoTiers):
+		case err != nil:
+			return fmt.Errorf("storage: %w", err)
+		default:
+			vm.Embedded = true
+			vm.SamplesPerSecond = st.SamplesPerSecond
+			vm.Downsampled = st.Downsampled
+			vm.LastError = st.LastError
+			for _, t := range st.Tiers {
+				vm.Tiers = append(vm.Tiers, views.StorageTierRow{
+					Name: t.Name, Resolution: t.Resolution, Retention: t.Retention, Series: t.Series,
+					DiskBytes: t.DiskBytes, Oldest: t.Oldest, Watermark: t.Watermark, Lag: t.Lag,
+				})
+			}
+		}
+	}
+	return render(c, http.StatusOK, views.StoragePage(vm))
+}

@@ -1,0 +1,84 @@
+package handlers_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/handlers/handlerstest"
+	"github.com/casebook/casebook/telemetry"
+	"github.com/casebook/casebook/web"
+)
+
+// storageTelemetry is the fake telemetry with an embedded store.
+type storageTelemetry struct {
+	*handlerstest.Telemetry
+	stats telemetry.StorageStats
+	err   error
+}
+
+func (s storageTelemetry) Storage() (telemetry.StorageStats, error) { return s.stats, s.err }
+
+func TestStoragePage(t *testing.T) {
+	tel := sharedTel()
+	now := tel.End
+	stats := telemetry.StorageStats{
+		SamplesPerSecond: 76800,
+		Tiers: []telemetry.TierStats{
+			{Name: telemetry.TierRaw, Retention: 24 * time.Hour, Series: 76800, DiskBytes: 3 << 30, Oldest: now.Add(-23 * time.Hour)},
+			{Name: telemetry.TierMinute, Resolution: time.Minute, Retention: 30 * 24 * time.Hour, Series: 215000, DiskBytes: 12 << 20,
+				Oldest: now.Add(-29 * 24 * time.Hour), Watermark: now.Add(-95 * time.Second), Lag: 95 * time.Second},
+			{Name: telemetry.TierHour, Resolution: time.Hour, Retention: 365 * 24 * time.Hour, Series: 215000, DiskBytes: 2 << 20},
+		},
+	}
+	tests := []struct {
+		name       string
+		tel        web.Options
+		want       []string
+		wantAbsent []string
+	}{
+		{
+			name: "embedded",
+			tel:  web.Options{Telemetry: storageTelemetry{Telemetry: tel, stats: stats}},
+			want: []string{`data-testid="storage-tiers"`, `data-tier="raw"`, `data-tier="1m"`, `data-tier="1h"`,
+				"76800.0 samples/s", "3 GiB", "12 MiB", "1m35s", "365d", `class="active" data-testid="nav-storage"`},
+			wantAbsent: []string{`data-testid="storage-remote"`, `data-testid="storage-error"`},
+		},
+		{
+			name: "downsampler failing",
+			tel:  web.Options{Telemetry: storageTelemetry{Telemetry: tel, stats: telemetry.StorageStats{LastError: "disk full"}}},
+			want: []string{`data-testid="storage-error"`, "disk full"},
+		},
+		{
+			name:       "remote",
+			tel:        web.Options{Telemetry: storageTelemetry{Telemetry: tel, err: telemetry.ErrNoTiers}},
+			want:       []string{`data-testid="storage-remote"`},
+			wantAbsent: []string{`data-testid="storage-tiers"`},
+		},
+		{
+			name: "telemetry without storage",
+			tel:  web.Options{Telemetry: tel},
+			want: []string{`data-testid="storage-remote"`},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, tel, func(o *web.Options) { o.Telemetry = tc.tel.Telemetry })
+			res := f.do(t, http.MethodGet, "/storage", nil, nil)
+			if res.status != http.StatusOK {
+				t.Fatalf("status %d: %s", res.status, res.body)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.body, w) {
+					t.Errorf("page lacks %q", w)
+				}
+			}
+			for _, w := range tc.wantAbsent {
+				if strings.Contains(res.body, w) {
+					t.Errorf("page has %q", w)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,58 @@
+package views
+
+import (
+	"strconv"
+	"time"
+)
+
+// StorageView is the view model of the storage page: the embedded store's
+// tiers, ingest rate and downsampler state.
+type StorageView struct {
+	Layout LayoutView
+	// Embedded is false in remote mode, where the page only says so.
+	Embedded         bool
+	SamplesPerSecond float64
+	Downsampled      int64
+	LastError        string
+	Tiers            []StorageTierRow
+	Now              time.Time
+}
+
+// StorageTierRow is one tier of the embedded store.
+type StorageTierRow struct {
+	Name       string
+	Resolution time.Duration // 0 for raw
+	Retention  time.Duration
+	Series     uint64
+	DiskBytes  int64
+	Oldest     time.Time
+	Watermark  time.Time
+	Lag        time.Duration
+}
+
+// ResolutionText is "scrape interval" for raw, else the resolution.
+func (r StorageTierRow) ResolutionText() string {
+	if r.Resolution == 0 {
+		return "scrape interval"
+	}
+	return FormatDuration(r.Resolution)
+}
+
+// LagText is the downsampler lag, or "—" for raw or before the first run.
+func (r StorageTierRow) LagText() string {
+	if r.Watermark.IsZero() {
+		return "—"
+	}
+	return FormatDuration(r.Lag.Round(time.Second))
+}
+
+// DiskText renders the tier's disk use in binary units.
+func (r StorageTierRow) DiskText() string { return FormatBytes(r.DiskBytes) }
+
+// SeriesText renders the series count.
+func (r StorageTierRow) SeriesText() string { return strconv.FormatUint(r.Series, 10) }
+
+// RateText renders the ingest rate.
+func (v StorageView) RateText() string {
+	return strconv.FormatFloat(v.SamplesPerSecond, 'f', 1, 64) + " samples/s"
+}
