@@ -379,3 +379,53 @@ func TestDetectorBoundsHistory(t *testing.T) {
 		})
 	}
 }
+
+func TestDetectorEchoGuard(t *testing.T) {
+	// Three days of AR(1) noise (phi 0.7, marginal sd 1) around a daily
+	// cycle, then either one shock of 9 sd that decays with the noise or
+	// a sustained step of 6 sd for 30 minutes.
+	const phi = 0.7
+	build := func(shock, step float64) []metrics.Sample {
+		rng := rand.New(rand.NewPCG(42, 1))
+		n := 3*1440 + 120
+		out := make([]metrics.Sample, n)
+		e := 0.0
+		for i := range out {
+			at := t0.Add(time.Duration(i) * time.Minute)
+			e = phi*e + math.Sqrt(1-phi*phi)*rng.NormFloat64()
+			if i == 3*1440+30 {
+				e += shock
+			}
+			v := 100 + 10*math.Sin(2*math.Pi*float64(i%1440)/1440) + e
+			if i >= 3*1440+30 && i < 3*1440+60 {
+				v += step
+			}
+			out[i] = metrics.Sample{T: at, V: v}
+		}
+		return out
+	}
+	tests := []struct {
+		name        string
+		shock, step float64
+		echo        float64
+		want        int
+	}{
+		{"decaying shock, guard on: no alert", 9, 0, 0, 0},
+		{"decaying shock, guard off: alert", 9, 0, -1, 1},
+		{"sustained step, guard on: alert", 0, 6, 0, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := build(tc.shock, tc.step)
+			d := NewDetector(DetectorOptions{EchoZ: tc.echo})
+			feed(d, metrics.TPOT, s[:3*1440])
+			if rho := d.series[metrics.TPOT].rho; math.Abs(rho-phi) > 0.15 {
+				t.Errorf("estimated rho = %.2f, want about %.2f", rho, phi)
+			}
+			ev := feed(d, metrics.TPOT, s[3*1440:])
+			if got := count(ev, Firing); got != tc.want {
+				t.Errorf("fired %d, want %d: %v", got, tc.want, ev)
+			}
+		})
+	}
+}
