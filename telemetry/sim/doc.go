@@ -19,11 +19,14 @@
 // Each instance is a time-stepped fluid model (5 s steps live, 15 s for the
 // corpus), not a per-token simulation:
 //
-//   - KV cache: the pool is gpu_memory_utilization x framebuffer minus the
-//     weights and ~3.5 GiB of activations and CUDA graphs per GPU, divided by
-//     the model's KV bytes per token (2 x layers x KV heads x head dim x 2
-//     bytes). Running sequences hold their unique context; shared prefixes
-//     are stored once while the cache has room.
+//   - KV cache: per GPU, the pool is gpu_memory_utilization x framebuffer
+//     minus the weight shard and ~3.5 GiB of activations and CUDA graphs,
+//     in whole blocks; a token takes the model's KV bytes (layers x KV
+//     heads x head dim x 2 for K and V x 2 bytes of BF16) divided by the
+//     tensor-parallel degree. An 8B model on two H100s holds about a
+//     million tokens, so in normal traffic usage stays in the low percent.
+//     Running sequences hold their unique context; shared prefixes are
+//     stored once while the cache has room.
 //   - Batch: the running batch follows Little's law, B = throughput x service
 //     time, capped by max_num_seqs and by KV capacity. The physics sees the
 //     arrival rate and request sizes smoothed over about one service time
@@ -36,7 +39,9 @@
 //     the effective compute, chunked by max_num_batched_tokens; its share of
 //     GPU time stretches the decode steps it interleaves with.
 //   - Queueing: arrivals beyond capacity accumulate as a fluid backlog (with
-//     clients abandoning after about two minutes, counted as aborts), plus a
+//     clients abandoning after about two minutes, counted as aborts; the
+//     gateway rejects arrivals itself once the queue holds a minute of work,
+//     so those never reach vLLM's counters), plus a
 //     utilisation-dependent wait: a many-server term (Allen-Cunneen with
 //     Sakasegawa's approximation) and a single-server wait for the prefill
 //     token budget. Latency versus load therefore has a knee.
@@ -50,10 +55,13 @@
 //     decode time, and in ITL once the longer-lived batch grows.
 //   - GPU: SM activity is the busy time (minus host gaps) times an occupancy
 //     that saturates with tokens per step, so it has a knee against
-//     throughput; DRAM activity is bytes read over peak bandwidth; power
-//     follows activity; temperature follows power with a 60 s time constant;
-//     a power cap and a thermal controller lower the SM clock, which slows
-//     compute and, partly, memory-bound kernels.
+//     throughput. DRAM activity is bytes moved over peak bandwidth; every
+//     engine step (decode or chunked prefill) streams the weight shard and
+//     the running batch's KV, so it rises with the batch. Power follows
+//     activity; temperature follows power with a 60 s time constant; a
+//     power cap and a thermal controller lower the SM clock, which slows
+//     compute (prefill) and, partly, memory-bound kernels (decode), and set
+//     the DCGM clocks-event reasons (SW power cap, SW thermal slowdown).
 //
 // Histograms are filled once a minute (and at the end of each Advance) by
 // spreading the interval's finished requests over the buckets with a
@@ -67,21 +75,32 @@
 //
 // Inject (or POST /faults, or --fault) applies a metrics.FaultCauses() cause
 // to a model or one instance with a severity in 0..1, ramping in over a
-// minute, by changing one physical parameter:
+// minute, by changing physical parameters, never a metric. Any severity
+// above zero is a real change: the effect size is 0.25 + 0.75 x severity, so
+// the mildest fault sits a few standard deviations off the metrics its cause
+// moves. Faults sized against the running deployment read its state at
+// their onset and keep it:
 //
 //   - memory_bandwidth_bound: a co-tenant takes up to 60% of HBM bandwidth.
-//   - gpu_throttling: worse cooling, hotter inlet air and a power brake.
-//   - kv_cache_eviction: a co-tenant claims GPU memory so the KV pool
-//     shrinks, while sessions get longer and more diverse.
+//   - gpu_throttling: the rack's power controller caps each board at up to
+//     45% below its draw at onset (SM clock down, power at the cap), while
+//     worse cooling and hotter inlet air raise the temperature.
+//   - kv_cache_eviction: sessions get longer and more diverse while a
+//     co-tenant process claims GPU memory, leaving a KV pool smaller than
+//     the working set the engine held at onset: usage near 1, preemptions
+//     and recomputation, prefix hits lost, requests waiting for blocks.
 //   - long_prompt_prefill: prompts up to 3.5x longer.
 //   - prefix_cache_miss: the shared-prefix share collapses.
-//   - spec_decode_degradation: draft acceptance falls by up to 75%.
-//   - queue_backlog: arrivals surge to up to 1.6x capacity.
-//   - gpu_underutilized: on one instance the router sends it most traffic
-//     elsewhere; on a model max_num_seqs is misconfigured very low.
+//   - spec_decode_degradation: draft acceptance falls by up to 75%, so a
+//     step emits fewer tokens and the per-token TPOT rises.
+//   - queue_backlog: arrivals surge to up to 1.6x capacity; the batch fills
+//     to max_num_seqs, throughput sits at its ceiling, the queue grows.
+//   - gpu_underutilized: a load-balancer weight change sends most of the
+//     traffic to another pool; requests keep flowing, but batches shrink
+//     and the GPUs idle between steps.
 //   - transport_latency: the network or gateway adds delay after the engine.
 //   - engine_errors: requests fail or abort (XID 43 when severe).
-//   - host_overhead: CPU-side time per engine step grows.
+//   - host_overhead: CPU-side time per engine step grows by 4 to 18 ms.
 //
 // SetConfig changes an instance's EngineConfig (the knobs suggested actions
 // act on), visible in the vllm:cache_config_info labels.
@@ -91,7 +110,12 @@
 // Scenarios runs the same engine model for each case and computes every
 // catalog value from the simulated exposition the way the catalog's PromQL
 // does, with the snapshot history convention (60 one-minute points covering
-// at-65m..at-6m).
+// at-65m..at-6m). The labelled fault starts 1.5 to 5 minutes before the
+// case's time, so the history is free of it; a second fault, in about 10%
+// of cases, starts after it and never one that would swamp its signature
+// (a surge on top of traffic routed away). TPOT is read from the
+// per-request histogram, so E2E = TTFT + TPOT x (tokens-1) holds over a
+// minute's means.
 //
 // # Attribution
 //
