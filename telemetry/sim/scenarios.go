@@ -27,8 +27,8 @@ var scenarioWeek = time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 // Scenarios builds a labelled corpus: every fault cause plus "none", on
 // varied models, scopes, severities (mild cases near the detection limit
 // included), times of day and week, about 10% with a second concurrent
-// fault (the label is the one that started first; Secondary names the
-// other), and some cases without the DCGM profiling or the gateway fields.
+// fault (the label is the one that started first and is the stronger;
+// Secondary names the other), and some cases without the DCGM profiling or the gateway fields.
 // Values are computed from the simulated exposition the way the catalog's
 // PromQL computes them. The result is deterministic for a seed.
 func Scenarios(opts ScenarioOptions) []metrics.Case {
@@ -110,7 +110,9 @@ func planScenario(seed int64, i int) scenarioPlan {
 	if rng.Float64() < 0.1 {
 		others := slices.DeleteFunc(metrics.FaultCauses(), func(c string) bool { return c == p.label || masks(p.label, c) })
 		p.second = others[rng.IntN(len(others))]
-		p.sev2 = 0.3 + 0.6*rng.Float64()
+		// The second fault is the weaker one: it adds symptoms to the
+		// labelled cause's signature rather than replacing it.
+		p.sev2 = p.severity * (0.3 + 0.5*rng.Float64())
 		room := p.at.Add(-time.Minute).Sub(p.onset) - 30*time.Second
 		p.onset2 = p.onset.Add(30*time.Second + time.Duration(rng.Float64()*float64(max(room, 0))))
 	}
