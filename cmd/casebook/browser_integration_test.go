@@ -235,6 +235,12 @@ func TestBrowserFlow(t *testing.T) {
 		t.Errorf("accuracy after one wrong review reads %q, want 0%% correct, 0 of 1 reviewed", after)
 	}
 
+	for _, b := range []*testenv.Browser{br, fresh} {
+		if errs := b.PageErrors(); len(errs) > 0 {
+			t.Errorf("the pages reported script errors:\n%s", strings.Join(errs, "\n"))
+		}
+	}
+
 	// 10. Layout and accessibility of every page at desktop and phone width.
 	for _, width := range []int64{1280, 390} {
 		for i, p := range visited {

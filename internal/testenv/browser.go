@@ -8,7 +8,9 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -24,6 +26,9 @@ type Browser struct {
 	Dir   string
 	log   *tailBuffer
 	shown bool // the last lines are in the failure already
+
+	mu       sync.Mutex
+	problems []string // uncaught exceptions and console errors of the pages
 }
 
 // Chromium starts Debian's chromium with ChromiumFlags, a fresh user-data
@@ -54,7 +59,31 @@ func Chromium(t testing.TB, extra ...chromedp.ExecAllocatorOption) *Browser {
 	if err := chromedp.Do(ctx); err != nil {
 		t.Fatalf("testenv: start chromium: %v\nlast log lines of chromium:\n%s", err, b.LastLines(30))
 	}
+	msgs := chromedp.Console(ctx)
+	go func() {
+		for m, err := range msgs {
+			if err != nil {
+				return
+			}
+			// Chromium asks every page without an icon link for
+			// /favicon.ico; that miss is not the page's failure.
+			if (m.IsException() || m.Type == chromedp.ConsoleError) && !strings.HasSuffix(m.URL, "/favicon.ico") {
+				b.mu.Lock()
+				b.problems = append(b.problems, fmt.Sprintf("%s (%s:%d)", m, m.URL, m.Line+1))
+				b.mu.Unlock()
+			}
+		}
+	}()
 	return b
+}
+
+// PageErrors returns the uncaught exceptions, console errors and failed
+// loads (other than /favicon.ico) the pages of the first tab reported so
+// far, each with where it came from.
+func (b *Browser) PageErrors() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.problems)
 }
 
 // LastLines returns the last n lines Chromium wrote to stdout and stderr,
