@@ -1,8 +1,10 @@
 package testenv
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"testing"
 )
 
@@ -16,9 +18,21 @@ func GoBuild(t testing.TB, dir, name, tags string) string {
 	if tags != "" {
 		args = append(args, "-tags", tags)
 	}
-	cmd := exec.Command("go", append(args, dir)...)
+	cmd := exec.Command(goTool(), append(args, dir)...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("testenv: go %v: %v\n%s", cmd.Args[1:], err, b)
 	}
 	return out
+}
+
+// goTool is the go command of the toolchain that built the test, so the
+// binary is built as the test was; "go" from PATH otherwise.
+func goTool() string {
+	if root := runtime.GOROOT(); root != "" {
+		p := filepath.Join(root, "bin", "go")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return "go"
 }
