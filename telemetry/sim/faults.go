@@ -181,7 +181,7 @@ func applyFault(ph *physics, cause string, s float64, oneInstance bool, in *inst
 		// sequences preempted and recomputed.
 		ph.ctxGrowth *= 1 + 0.3*s
 		ph.prefixShare *= 1 - 0.5*s
-		need := math.Max(at.kvNeed, 4*at.ctx)
+		need := math.Max(at.kvNeed, 2*at.ctx)
 		ph.kvPoolTokens = 1.25 * need / (1 + 0.6*s)
 	case metrics.CauseLongPromptPrefill:
 		ph.promptScale *= 1 + 2.5*s

@@ -88,8 +88,9 @@ func planScenario(seed int64, i int) scenarioPlan {
 	default:
 		hour = 24 * rng.Float64()
 	}
-	if p.label == metrics.CauseGPUUnderutilized && (hour < 8 || hour > 21) {
-		// A batch cap or a routing skew only shows while traffic flows.
+	if (p.label == metrics.CauseGPUUnderutilized || p.label == metrics.CauseKVCacheEviction) && (hour < 8 || hour > 21) {
+		// A routing skew only shows while traffic flows, and an eviction
+		// storm needs concurrent sequences to outgrow the cache.
 		hour = 8 + 13*rng.Float64()
 	}
 	p.at = scenarioWeek.AddDate(0, 0, day).Add(time.Duration(hour * float64(time.Hour))).Truncate(time.Minute)
