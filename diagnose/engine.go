@@ -24,7 +24,7 @@ type Options struct {
 	// Neighbours is how many nearest cases vote. Default 10.
 	Neighbours int
 	// MatchPrior is the vote weight at which matching and rules count
-	// equally (see fuseMatch). Default 3.
+	// equally (see fuseMatch). Default 1.5.
 	MatchPrior float64
 }
 
@@ -47,7 +47,7 @@ func New(opts Options) *Engine {
 		e.neighbours = 10
 	}
 	if e.matchPrior <= 0 || math.IsNaN(e.matchPrior) {
-		e.matchPrior = 3
+		e.matchPrior = 1.5
 	}
 	if e.rules == nil {
 		e.rules = Rules()

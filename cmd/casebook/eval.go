@@ -201,6 +201,9 @@ func evalFeedback(stdout io.Writer, cases []metrics.Case, skipped int, corpus st
 	fmt.Fprintf(bw, "top-1 accuracy, rules alone          %.1f%%\n", 100*clean.Rules)
 	fmt.Fprintf(bw, "top-1 accuracy, rules + matching     %.1f%%\n", 100*clean.Match)
 	fmt.Fprintf(bw, "after %d labelled cases: rules %.1f%%, rules + matching %.1f%%\n", clean.After, 100*clean.AfterRules, 100*clean.AfterMatch)
+	if mr := clean.MatchReport; mr.MultiFault > 0 {
+		fmt.Fprintf(bw, "rules + matching, counting secondary labels of the %d multi-fault cases  %.1f%%\n", mr.MultiFault, 100*mr.Top1AnyLabel)
+	}
 	fmt.Fprintf(bw, "largest block where rules alone lead matching: %.1f points\n", clean.WorstDeficit)
 	fmt.Fprintf(bw, "matching changed the rules' answer %d times, %d of them rightly\n", clean.Overturned, clean.OverturnedRight)
 	if noisy != nil {
