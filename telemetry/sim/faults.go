@@ -84,6 +84,11 @@ func (c *Cluster) ClearFaults() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.faults = nil
+	for _, m := range c.models {
+		for _, in := range m.instances {
+			in.onset = nil
+		}
+	}
 }
 
 // RemoveFault removes one fault by id and reports whether it existed.
@@ -93,6 +98,11 @@ func (c *Cluster) RemoveFault(id string) bool {
 	for i, f := range c.faults {
 		if f.id == id {
 			c.faults = append(c.faults[:i], c.faults[i+1:]...)
+			for _, m := range c.models {
+				for _, in := range m.instances {
+					delete(in.onset, id)
+				}
+			}
 			return true
 		}
 	}
