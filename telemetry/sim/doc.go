@@ -84,7 +84,10 @@
 //   - memory_bandwidth_bound: a co-tenant takes up to 60% of HBM bandwidth.
 //   - gpu_throttling: the rack's power controller caps each board at up to
 //     45% below its draw at onset (SM clock down, power at the cap), while
-//     worse cooling and hotter inlet air raise the temperature.
+//     worse cooling and hotter inlet air raise the temperature; severe
+//     cases reach the slowdown temperature, where the thermal controller
+//     holds it. DCGM_FI_DEV_POWER_MGMT_LIMIT and
+//     DCGM_FI_DEV_CLOCKS_EVENT_REASONS show which limit acts.
 //   - kv_cache_eviction: sessions get longer and more diverse while a
 //     co-tenant process claims GPU memory, leaving a KV pool smaller than
 //     the working set the engine held at onset: usage near 1, preemptions

@@ -54,6 +54,7 @@ type gpuState struct {
 	clockReasons float64
 	throttle     float64 // thermal controller state, 1 = no slowdown
 	powerW       float64
+	limitW       float64 // enforced power limit
 	energyMJ     float64
 	util         float64 // GPU_UTIL, percent
 	copyUtil     float64
@@ -471,6 +472,7 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 		}
 		gs.clock = math.Floor(gs.clock*gpu.MaxSMClockMHz/15) * 15 / gpu.MaxSMClockMHz
 		gs.powerW = math.Min(limit, gpu.IdlePowerW+demand*gs.clock*gs.clock) * jit(0.01)
+		gs.limitW = math.Round(limit)
 		steady := ambient + thermalR*gs.powerW
 		gs.tempC += (steady - gs.tempC) * (1 - math.Exp(-dt/gpu.ThermalTauS))
 		gs.memTempC = gs.tempC + 3 + 6*gs.dram

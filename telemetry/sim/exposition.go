@@ -342,6 +342,7 @@ var gpuFields = []gpuField{
 	{"DCGM_FI_DEV_MEMORY_TEMP", "Memory temperature (in C).", "gauge", func(g *gpuState) float64 { return math.Round(g.memTempC) }},
 	{"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", "gauge", func(g *gpuState) float64 { return math.Round(g.tempC) }},
 	{"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", "gauge", func(g *gpuState) float64 { return g.powerW }},
+	{"DCGM_FI_DEV_POWER_MGMT_LIMIT", "Power management limit (in W).", "gauge", func(g *gpuState) float64 { return g.limitW }},
 	{"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Total energy consumption since boot (in mJ).", "counter", func(g *gpuState) float64 { return math.Floor(g.energyMJ) }},
 	{"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "Total number of PCIe retries.", "counter", func(*gpuState) float64 { return 0 }},
 	{"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", "gauge", func(g *gpuState) float64 { return g.util }},

@@ -175,8 +175,8 @@ func applyFault(ph *physics, cause string, s float64, oneInstance bool, in *inst
 		// The rack's power controller caps the boards below their draw
 		// (clocks-event reason SW power cap) while failing fans and hot
 		// inlet air push the die toward the slowdown temperature.
-		ph.thermalR *= 1 + 1.5*s
-		ph.ambientC += 15 * s
+		ph.thermalR *= 1 + 2.5*s
+		ph.ambientC += 20 * s
 		ph.powerCapW = make([]float64, len(at.powerW))
 		for i, w := range at.powerW {
 			ph.powerCapW[i] = math.Max(H100.IdlePowerW+40, w*(1-0.45*s))

@@ -204,25 +204,39 @@ func TestKVPoolTokens(t *testing.T) {
 }
 
 func TestThrottlingCapsPowerAndSetsTheReason(t *testing.T) {
-	c := New(Options{Seed: 2, Start: monday})
-	scope := metrics.Scope{Model: Models[0].Name}
-	c.Advance(monday.Add(10 * time.Minute))
-	if _, err := c.Inject(Fault{Cause: metrics.CauseGPUThrottling, Scope: scope, Severity: 0.6}); err != nil {
-		t.Fatal(err)
-	}
-	c.Advance(monday.Add(14 * time.Minute))
-	for _, in := range c.models[0].instances {
-		caps := in.onset["f1"].powerW
-		for i, g := range in.gpus {
-			if int(g.clockReasons)&clockReasonSWPowerCap == 0 {
-				t.Errorf("%s gpu %d: clock reasons %#x lack SW power cap", in.name, i, int(g.clockReasons))
-			}
-			if g.clock >= 0.95 {
-				t.Errorf("%s gpu %d: SM clock at %.2f of max under a power cap", in.name, i, g.clock)
-			}
-			cap := math.Max(H100.IdlePowerW+40, caps[i]*(1-0.45*effectSize(0.6)))
-			if math.Abs(g.powerW/cap-1) > 0.05 {
-				t.Errorf("%s gpu %d: power %.0f W, want at the cap %.0f W", in.name, i, g.powerW, cap)
+	// A mild fault is a power cap below the draw: the clock drops with the
+	// power at the cap. A severe one also overheats the boards: the thermal
+	// controller holds them at the slowdown temperature, below the cap.
+	for _, tc := range []struct {
+		severity float64
+		reason   int
+	}{{0.1, clockReasonSWPowerCap}, {1, clockReasonSWThermal}} {
+		c := New(Options{Seed: 2, Start: monday})
+		scope := metrics.Scope{Model: Models[0].Name}
+		c.Advance(monday.Add(10 * time.Minute))
+		if _, err := c.Inject(Fault{Cause: metrics.CauseGPUThrottling, Scope: scope, Severity: tc.severity}); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(monday.Add(14 * time.Minute))
+		for _, in := range c.models[0].instances {
+			caps := in.onset["f1"].powerW
+			for i, g := range in.gpus {
+				cap := math.Max(H100.IdlePowerW+40, caps[i]*(1-0.45*effectSize(tc.severity)))
+				if g.limitW != math.Round(cap) {
+					t.Errorf("severity %g, %s gpu %d: power limit %.0f W, want the cap %.0f W", tc.severity, in.name, i, g.limitW, cap)
+				}
+				if int(g.clockReasons)&tc.reason == 0 {
+					t.Errorf("severity %g, %s gpu %d: clock reasons %#x lack %#x", tc.severity, in.name, i, int(g.clockReasons), tc.reason)
+				}
+				if g.clock >= 0.95 {
+					t.Errorf("severity %g, %s gpu %d: SM clock at %.2f of max", tc.severity, in.name, i, g.clock)
+				}
+				atCap := math.Abs(g.powerW/cap-1) < 0.05
+				atSlowdown := math.Abs(g.tempC-H100.SlowdownC) < 4
+				if !atCap && !atSlowdown {
+					t.Errorf("severity %g, %s gpu %d: %.0f W and %.1f C, want at the cap (%.0f W) or at the slowdown temperature (%.0f C)",
+						tc.severity, in.name, i, g.powerW, g.tempC, cap, H100.SlowdownC)
+				}
 			}
 		}
 	}
