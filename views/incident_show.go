@@ -126,7 +126,7 @@ func StatusOfSeverityWord(s string) Status {
 	case "warning":
 		return StatusWarning
 	case "info":
-		return StatusOK
+		return StatusInfo
 	}
 	return StatusNoData
 }

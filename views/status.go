@@ -15,6 +15,9 @@ type Status int
 const (
 	StatusNoData Status = iota
 	StatusOK
+	// StatusInfo marks something notable that needs no action yet, such as
+	// an anomaly of low severity.
+	StatusInfo
 	StatusWarning
 	StatusCritical
 )
@@ -43,6 +46,8 @@ func StatusOfSeverity(s diagnose.Severity) Status {
 		return StatusCritical
 	case diagnose.SeverityWarning:
 		return StatusWarning
+	case diagnose.SeverityInfo:
+		return StatusInfo
 	}
 	return StatusOK
 }
@@ -60,6 +65,8 @@ func (s Status) Word() string {
 	switch s {
 	case StatusOK:
 		return "OK"
+	case StatusInfo:
+		return "Info"
 	case StatusWarning:
 		return "Warning"
 	case StatusCritical:
@@ -74,6 +81,8 @@ func (s Status) Icon() string {
 	switch s {
 	case StatusOK:
 		return "●"
+	case StatusInfo:
+		return "◆"
 	case StatusWarning:
 		return "▲"
 	case StatusCritical:
@@ -87,6 +96,8 @@ func (s Status) Class() string {
 	switch s {
 	case StatusOK:
 		return "st-ok"
+	case StatusInfo:
+		return "st-info"
 	case StatusWarning:
 		return "st-warn"
 	case StatusCritical:
