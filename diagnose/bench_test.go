@@ -1,7 +1,9 @@
 package diagnose
 
 import (
+	"math/rand"
 	"testing"
+	"time"
 
 	m "github.com/casebook/casebook/metrics"
 )
@@ -29,5 +31,73 @@ func BenchmarkDeviations(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		Deviations(s)
+	}
+}
+
+// benchSigs makes n signatures: clustered (twelve causes, each a centre
+// with noise, as labelled incidents are) or uniform (no structure, the
+// worst case for the scan's early abandonment).
+func benchSigs(n int, clustered bool, rng *rand.Rand) []Signature {
+	var centres [12]Signature
+	for c := range centres {
+		for j := range centres[c] {
+			centres[c][j] = float32(rng.Float64()*1.2 - 0.6)
+		}
+	}
+	out := make([]Signature, n)
+	for i := range out {
+		c := &centres[rng.Intn(len(centres))]
+		for j := 0; j < SigDim; j++ {
+			x := rng.Float64()*2 - 1
+			if clustered {
+				x = float64(c[j]) + rng.NormFloat64()*0.15
+			}
+			out[i][j] = clip1(x)
+		}
+	}
+	return out
+}
+
+// BenchmarkNearest1M measures one top-10 query over a million stored
+// cases on one core. The scan reads SigDim bytes a case (32 MB a query);
+// SetBytes makes the benchmark print that rate as MB/s, to compare with
+// the memory bandwidth of one core (~10-20 GB/s).
+func BenchmarkNearest1M(b *testing.B) {
+	const n = 1_000_000
+	for _, clustered := range []bool{true, false} {
+		name := "uniform"
+		if clustered {
+			name = "clustered"
+		}
+		b.Run(name, func(b *testing.B) {
+			rng := rand.New(rand.NewSource(1))
+			kb := NewKnowledgeBase()
+			kb.vecs = make([]uint64, 0, n*sigWords)
+			for _, s := range benchSigs(n, clustered, rng) {
+				c := s.encode()
+				kb.vecs = append(kb.vecs, c[:]...)
+			}
+			kb.meta = make([]caseMeta, n)
+			kb.causes = []string{"c"}
+			queries := benchSigs(64, clustered, rng)
+			b.SetBytes(int64(len(kb.vecs) * 8))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if got := kb.Match(queries[i%len(queries)], 10, time.Time{}); len(got.Neighbours) != 10 {
+					b.Fatalf("%d neighbours", len(got.Neighbours))
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSignature measures computing a signature from a snapshot with
+// 60 history points (what Add pays per case).
+func BenchmarkSignature(b *testing.B) {
+	s := synth(1, faults[m.CauseKVCacheEviction])
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		NewSignature(s)
 	}
 }

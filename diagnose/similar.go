@@ -31,8 +31,8 @@ import (
 //     carry the absolute physics the z-scores cannot (a cache that is
 //     full, a queue that dominates the request).
 //
-// The vector is stored quantised to int8 (x·127), SigDim bytes a case, so a
-// query scans one flat byte slice: see KnowledgeBase.
+// The vector is stored quantised to 7 bits a feature, SigDim bytes a case,
+// so a query scans one flat slice: see code and KnowledgeBase.
 const SigDim = 32
 
 // sigMetrics are the catalog ids with a deviation feature, in vector order.
@@ -166,22 +166,72 @@ func clip1(x float64) float32 {
 	return float32(x)
 }
 
-// quantise stores a signature as int8 (x·127, rounded).
-func (sig *Signature) quantise(dst []int8) {
+// Codes. A stored signature is 7 bits a feature, packed eight to a
+// uint64: byte = round(x·63) + 64, in 1..127 (64 is "no change"). The
+// high bit of every byte stays clear, so absDiff can take the per-byte
+// |a-b| of eight features at once with plain 64-bit arithmetic (SWAR)
+// instead of eight loads, subtractions and multiplications: Go does not
+// vectorise loops, and the byte-wise form keeps the scan near memory
+// speed. Distances are L1 (the sum of |a-b|), which is also less swayed
+// than L2 by a single feature that differs a lot.
+const (
+	sigWords  = SigDim / 8
+	codeScale = 63
+	codeZero  = 64
+)
+
+// code is a packed signature.
+type code [sigWords]uint64
+
+// encode packs sig.
+func (sig *Signature) encode() code {
+	var c code
 	for i, x := range sig {
-		v := math.Round(float64(x) * 127)
-		if v > 127 {
-			v = 127
-		} else if v < -127 || math.IsNaN(v) {
-			if math.IsNaN(v) {
-				v = 0
-			} else {
-				v = -127
+		v := math.Round(float64(x)*codeScale) + codeZero
+		if !(v >= 1) { // also NaN
+			v = 1
+			if math.IsNaN(float64(x)) {
+				v = codeZero
 			}
 		}
-		dst[i] = int8(v)
+		if v > 127 {
+			v = 127
+		}
+		c[i/8] |= uint64(v) << (8 * (i % 8))
 	}
+	return c
 }
+
+// feature unpacks feature i of c as -63..63.
+func (c *code) feature(i int) int {
+	return int(c[i/8]>>(8*(i%8))&0xff) - codeZero
+}
+
+// SWAR constants: the high bit and the low seven bits of every byte, and
+// the low byte of every 16-bit lane.
+const (
+	hi7    = 0x8080808080808080
+	lane16 = 0x00ff00ff00ff00ff
+	sum16  = 0x0001000100010001
+)
+
+// absDiff returns the per-byte |a-b| of two words of 7-bit bytes. Setting
+// each byte's high bit before subtracting keeps every byte of the
+// difference positive, so no borrow crosses bytes: x holds 128+a-b and y
+// 128+b-a per byte, and whichever is at least 128 carries |a-b| in its
+// low seven bits.
+func absDiff(a, b uint64) uint64 {
+	x := (a | hi7) - b
+	y := (b | hi7) - a
+	ge := ((x & hi7) >> 7) * 0xff // 0xff in the bytes where a >= b
+	return (x&^hi7)&ge | (y&^hi7)&^ge
+}
+
+// lanes folds the eight byte sums of d into four 16-bit lanes.
+func lanes(d uint64) uint64 { return d&lane16 + (d>>8)&lane16 }
+
+// laneSum adds the four 16-bit lanes of t.
+func laneSum(t uint64) uint32 { return uint32((t * sum16) >> 48) }
 
 // Review says how a case's label was established. Only reviewed labels
 // teach the matcher: an unreviewed diagnosis is the engine's own guess,
@@ -230,14 +280,14 @@ type caseMeta struct {
 	review Review
 }
 
-// KnowledgeBase holds labelled cases for similar-case matching. Vectors
-// live in one flat int8 slice (SigDim bytes a case) so a query is a single
-// sequential, memory-bound scan; labels and ids sit in a parallel slice
+// KnowledgeBase holds labelled cases for similar-case matching. Codes
+// live in one flat uint64 slice (SigDim bytes a case) so a query is a
+// single sequential scan; labels and ids sit in a parallel slice
 // read only for the k nearest. It is safe for concurrent use: queries take
 // a read lock, Add and Replace a write lock.
 type KnowledgeBase struct {
 	mu     sync.RWMutex
-	vecs   []int8
+	vecs   []uint64 // sigWords a case
 	meta   []caseMeta
 	causes []string
 	index  map[string]uint16
@@ -288,9 +338,8 @@ func (kb *KnowledgeBase) AddSignature(id string, sig Signature, cause string, re
 		kb.causes = append(kb.causes, cause)
 		kb.index[cause] = ci
 	}
-	n := len(kb.vecs)
-	kb.vecs = append(kb.vecs, make([]int8, SigDim)...)
-	sig.quantise(kb.vecs[n : n+SigDim])
+	c := sig.encode()
+	kb.vecs = append(kb.vecs, c[:]...)
 	var t int64
 	if !at.IsZero() {
 		t = at.Unix()
@@ -325,88 +374,54 @@ func (kb *KnowledgeBase) Len() int {
 }
 
 // BytesPerCase is the memory one stored case takes, not counting its id's
-// bytes: the vector plus its metadata.
+// bytes: the code (SigDim bytes, the only part a query scans) plus its
+// metadata (id string header 16, time 8, cause 2, review 8, padded: 40).
 const BytesPerCase = SigDim + 40
 
-// Similarity scale: the root-mean-square feature difference (features in
+// Similarity scale: the mean absolute feature difference (features in
 // ±1) at which similarity is one half. Two snapshots of one fault at
 // different severities differ by about 0.1 per feature.
-const simHalfRMS = 0.12
+const simHalf = 0.08
 
-// similarityOf maps a squared int8 distance to a similarity in 0-1.
-func similarityOf(d2 int32) float64 {
-	rms := math.Sqrt(float64(d2)/SigDim) / 127
-	return 1 / (1 + (rms/simHalfRMS)*(rms/simHalfRMS))
+// similarityOf maps an L1 code distance to a similarity in 0-1.
+func similarityOf(d uint32) float64 {
+	mad := float64(d) / (SigDim * codeScale)
+	return 1 / (1 + (mad/simHalf)*(mad/simHalf))
 }
 
 // Nearest returns the k stored cases closest to sig, most similar first.
 func (kb *KnowledgeBase) Nearest(sig Signature, k int) []Neighbour {
-	if kb == nil || k <= 0 {
-		return nil
-	}
-	var q [SigDim]int8
-	sig.quantise(q[:])
-	kb.mu.RLock()
-	defer kb.mu.RUnlock()
-	top := scanNearest(&q, kb.vecs, k)
-	out := make([]Neighbour, 0, len(top))
-	for _, h := range top {
-		md := kb.meta[h.idx]
-		nb := Neighbour{ID: md.id, RootCause: kb.causes[md.cause], Similarity: similarityOf(h.d2)}
-		nb.Shared = shared(&q, kb.vecs[h.idx*SigDim:(h.idx+1)*SigDim])
-		out = append(out, nb)
-	}
-	return out
+	return kb.Match(sig, k, time.Time{}).Neighbours
 }
 
-// hit is one scanned case: its index and squared distance.
+// hit is one scanned case: its index and distance.
 type hit struct {
 	idx int
-	d2  int32
+	d   uint32
 }
 
-// scanNearest returns the k vectors of vecs nearest q, nearest first. It
-// keeps the k best in a max-heap and abandons a vector as soon as its
-// partial distance over the first half exceeds the k-th best, so most
-// vectors cost half a row.
-func scanNearest(q *[SigDim]int8, vecs []int8, k int) []hit {
-	n := len(vecs) / SigDim
+// scanNearest returns the k codes of vecs nearest q, nearest first. It
+// keeps the k best in a max-heap and abandons a case as soon as its
+// distance over the first half of the features reaches the k-th best, so
+// once the heap is full most cases cost half a row.
+func scanNearest(q *code, vecs []uint64, k int) []hit {
+	n := len(vecs) / sigWords
 	if k > n {
 		k = n
 	}
-	if k == 0 {
+	if k <= 0 {
 		return nil
 	}
-	var qi [SigDim]int32
-	for i, x := range q {
-		qi[i] = int32(x)
-	}
+	q0, q1, q2, q3 := q[0], q[1], q[2], q[3]
 	heap := make([]hit, 0, k)
-	bound := int32(math.MaxInt32)
+	bound := uint32(math.MaxUint32)
 	for i := 0; i < n; i++ {
-		v := vecs[i*SigDim : i*SigDim+SigDim : i*SigDim+SigDim]
-		var s0, s1, s2, s3 int32
-		for j := 0; j < SigDim/2; j += 4 {
-			d0 := qi[j] - int32(v[j])
-			d1 := qi[j+1] - int32(v[j+1])
-			d2 := qi[j+2] - int32(v[j+2])
-			d3 := qi[j+3] - int32(v[j+3])
-			s0 += d0 * d0
-			s1 += d1 * d1
-			s2 += d2 * d2
-			s3 += d3 * d3
-		}
-		s := s0 + s1 + s2 + s3
+		v := vecs[i*sigWords : i*sigWords+sigWords : i*sigWords+sigWords]
+		s := laneSum(lanes(absDiff(q0, v[0])) + lanes(absDiff(q1, v[1])))
 		if s >= bound {
 			continue
 		}
-		for j := SigDim / 2; j < SigDim; j += 4 {
-			d0 := qi[j] - int32(v[j])
-			d1 := qi[j+1] - int32(v[j+1])
-			d2 := qi[j+2] - int32(v[j+2])
-			d3 := qi[j+3] - int32(v[j+3])
-			s += d0*d0 + d1*d1 + d2*d2 + d3*d3
-		}
+		s += laneSum(lanes(absDiff(q2, v[2])) + lanes(absDiff(q3, v[3])))
 		if s >= bound {
 			continue
 		}
@@ -414,28 +429,28 @@ func scanNearest(q *[SigDim]int8, vecs []int8, k int) []hit {
 			heap = append(heap, hit{i, s})
 			siftUp(heap, len(heap)-1)
 			if len(heap) == k {
-				bound = heap[0].d2
+				bound = heap[0].d
 			}
 			continue
 		}
 		heap[0] = hit{i, s}
 		siftDown(heap, 0)
-		bound = heap[0].d2
+		bound = heap[0].d
 	}
 	sort.Slice(heap, func(a, b int) bool {
-		if heap[a].d2 != heap[b].d2 {
-			return heap[a].d2 < heap[b].d2
+		if heap[a].d != heap[b].d {
+			return heap[a].d < heap[b].d
 		}
 		return heap[a].idx < heap[b].idx
 	})
 	return heap
 }
 
-// siftUp and siftDown maintain a max-heap on d2.
+// siftUp and siftDown maintain a max-heap on the distance.
 func siftUp(h []hit, i int) {
 	for i > 0 {
 		p := (i - 1) / 2
-		if h[p].d2 >= h[i].d2 {
+		if h[p].d >= h[i].d {
 			return
 		}
 		h[p], h[i] = h[i], h[p]
@@ -446,10 +461,10 @@ func siftUp(h []hit, i int) {
 func siftDown(h []hit, i int) {
 	for {
 		l, big := 2*i+1, i
-		if l < len(h) && h[l].d2 > h[big].d2 {
+		if l < len(h) && h[l].d > h[big].d {
 			big = l
 		}
-		if r := l + 1; r < len(h) && h[r].d2 > h[big].d2 {
+		if r := l + 1; r < len(h) && h[r].d > h[big].d {
 			big = r
 		}
 		if big == i {
@@ -460,23 +475,23 @@ func siftDown(h []hit, i int) {
 	}
 }
 
-// sharedMin is the smallest feature (of 127) both cases need on the same
+// sharedMin is the smallest feature (of 63) both cases need on the same
 // side to count as a shared deviation: about z = 3 on the squashed scale.
-const sharedMin = 40
+const sharedMin = 20
 
 // maxShared bounds the shared features listed per neighbour.
 const maxShared = 5
 
 // shared lists the features on which q and v both deviate the same way,
 // strongest common deviation first.
-func shared(q *[SigDim]int8, v []int8) []string {
+func shared(q, v *code) []string {
 	type f struct {
 		i int
 		s int
 	}
 	var fs []f
-	for i := range q {
-		a, b := int(q[i]), int(v[i])
+	for i := 0; i < SigDim; i++ {
+		a, b := q.feature(i), v.feature(i)
 		if a*b <= 0 {
 			continue
 		}
@@ -491,7 +506,9 @@ func shared(q *[SigDim]int8, v []int8) []string {
 		if len(out) == maxShared {
 			break
 		}
-		out = append(out, FeatureName(x.i))
+		if name := FeatureName(x.i); name != "" {
+			out = append(out, name)
+		}
 	}
 	return out
 }
@@ -554,17 +571,18 @@ func (kb *KnowledgeBase) Match(sig Signature, k int, at time.Time) Match {
 	if kb == nil || k <= 0 {
 		return res
 	}
-	var q [SigDim]int8
-	sig.quantise(q[:])
+	q := sig.encode()
 	kb.mu.RLock()
 	defer kb.mu.RUnlock()
 	top := scanNearest(&q, kb.vecs, k)
 	total := 0.0
 	for _, h := range top {
 		md := kb.meta[h.idx]
-		sim := similarityOf(h.d2)
+		sim := similarityOf(h.d)
 		nb := Neighbour{ID: md.id, RootCause: kb.causes[md.cause], Similarity: sim, weight: voteWeight(sim, md.review, md.at, at)}
-		nb.Shared = shared(&q, kb.vecs[h.idx*SigDim:(h.idx+1)*SigDim])
+		var v code
+		copy(v[:], kb.vecs[h.idx*sigWords:(h.idx+1)*sigWords])
+		nb.Shared = shared(&q, &v)
 		res.Neighbours = append(res.Neighbours, nb)
 		res.Votes[nb.RootCause] += nb.weight
 		total += nb.weight
