@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"math/rand"
+	"runtime"
 	"testing"
 	"time"
 
@@ -82,12 +83,19 @@ func BenchmarkNearest1M(b *testing.B) {
 			queries := benchSigs(64, clustered, rng)
 			b.SetBytes(int64(len(kb.vecs) * 8))
 			b.ReportAllocs()
+			runtime.GC()
+			cpu0, cpuOK := processCPU()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if got := kb.Match(queries[i%len(queries)], 10, time.Time{}); len(got.Neighbours) != 10 {
 					b.Fatalf("%d neighbours", len(got.Neighbours))
 				}
 			}
+			b.StopTimer()
+			if cpu1, ok := processCPU(); ok && cpuOK {
+				b.ReportMetric(float64(cpu1-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
+			}
+			b.ReportMetric(float64(len(kb.vecs)*8)/float64(n), "bytes-scanned/case")
 		})
 	}
 }

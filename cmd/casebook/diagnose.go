@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 
@@ -38,16 +39,16 @@ func diagnoseCmd(ctx context.Context, args []string, env func(string) string, st
 		return fmt.Errorf("diagnose: %w", err)
 	}
 	defer closeIn()
+	opts := diagnose.Options{}
 	if *casesPath != "" {
-		n, bad, err := countCases(ctx, *casesPath, stderr)
+		kb, bad, err := loadCases(ctx, *casesPath, stderr)
 		if err != nil {
 			return fmt.Errorf("diagnose: load cases: %w", err)
 		}
-		// Case matching is not part of this engine yet: the cases are
-		// validated and counted so a bad knowledge base fails early.
-		fmt.Fprintf(stderr, "diagnose: %d labelled cases loaded from %s (%d lines skipped); similar-case matching is not enabled yet\n", n, *casesPath, bad)
+		fmt.Fprintf(stderr, "diagnose: %d labelled cases loaded from %s (%d lines skipped)\n", kb.Len(), *casesPath, bad)
+		opts.Cases = kb
 	}
-	return diagnoseStream(ctx, diagnose.New(diagnose.Options{}), in, stdout, runtime.GOMAXPROCS(0))
+	return diagnoseStream(ctx, diagnose.New(opts), in, stdout, runtime.GOMAXPROCS(0))
 }
 
 // openInput opens path, or stdin for "" and "-".
@@ -62,28 +63,35 @@ func openInput(path string) (io.Reader, func(), error) {
 	return f, func() { f.Close() }, nil
 }
 
-// countCases validates a labelled-case file, reporting bad lines on stderr.
-func countCases(ctx context.Context, path string, stderr io.Writer) (good, bad int, err error) {
+// loadCases reads a labelled-case file into a knowledge base for
+// similar-case matching, reporting bad lines on stderr. A case file holds
+// known labels, so every case teaches; each is named FILE:LINE.
+func loadCases(ctx context.Context, path string, stderr io.Writer) (*diagnose.KnowledgeBase, int, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, 0, err
+		return nil, 0, err
 	}
 	defer f.Close()
+	kb := diagnose.NewKnowledgeBase()
+	name := filepath.Base(path)
+	bad := 0
 	err = forEachRecord(ctx, f, func(rec record) error {
 		if rec.err != nil {
 			bad++
 			fmt.Fprintf(stderr, "diagnose: %s line %d: %v\n", path, rec.line, rec.err)
 			return nil
 		}
-		if _, err := metrics.DecodeCase(rec.data); err != nil {
+		c, err := metrics.DecodeCase(rec.data)
+		if err == nil {
+			err = kb.Add(diagnose.LabelledCase{ID: fmt.Sprintf("%s:%d", name, rec.line), Snapshot: c.Snapshot, Cause: c.Label, Review: diagnose.Truth})
+		}
+		if err != nil {
 			bad++
 			fmt.Fprintf(stderr, "diagnose: %s line %d: %v\n", path, rec.line, err)
-			return nil
 		}
-		good++
 		return nil
 	})
-	return good, bad, err
+	return kb, bad, err
 }
 
 // record is one input record: a JSON Lines line, or a whole multi-line

@@ -208,7 +208,18 @@ func TestDiagnoseCmdCases(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(out) != 1 {
-		t.Errorf("%d output lines, want 1", len(out))
+		t.Fatalf("%d output lines, want 1", len(out))
+	}
+	raw, err := json.Marshal(out[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d diagnose.Diagnosis
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatal(err)
+	}
+	if len(d.SimilarCases) != 1 || d.SimilarCases[0].RootCause != "queue_backlog" || d.SimilarCases[0].ID != "kb.jsonl:1" {
+		t.Errorf("similar cases %+v, want the one loaded case", d.SimilarCases)
 	}
 	if !strings.Contains(stderr, "1 labelled cases loaded") || !strings.Contains(stderr, "2 lines skipped") || !strings.Contains(stderr, "label is missing") {
 		t.Errorf("stderr = %q", stderr)
@@ -287,6 +298,25 @@ func TestEvalCmd(t *testing.T) {
 
 	if err := evalCmd(context.Background(), nil, env, &stdout, &stderr); err == nil {
 		t.Error("eval without --corpus accepted")
+	}
+
+	stdout.Reset()
+	if err := evalCmd(context.Background(), []string{"--corpus", corpus, "--feedback", "--noise", "0.5", "--block", "5"}, env, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	text = stdout.String()
+	for _, want := range []string{"rules alone", "rules + matching", "wrong labels fed back", "learning curve", "1-5", "11-13"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("feedback report lacks %q:\n%s", want, text)
+		}
+	}
+	for _, args := range [][]string{
+		{"--corpus", corpus, "--noise", "0.1"},
+		{"--corpus", corpus, "--feedback", "--noise", "2"},
+	} {
+		if err := evalCmd(context.Background(), args, env, &stdout, &stderr); err == nil {
+			t.Errorf("eval %q accepted", args)
+		}
 	}
 }
 
