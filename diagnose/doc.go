@@ -1,7 +1,7 @@
 // Package diagnose names the root cause of an inference-service slowdown from
 // one metrics.Snapshot, the way a senior inference engineer would.
 //
-// The engine combines four pieces, all pure functions over metrics types:
+// The engine combines these pieces, all pure functions over metrics types:
 //
 //   - baseline: the deviation of every current value from the scope's own
 //     history (mean and standard deviation, with a median/MAD fallback and a
@@ -14,12 +14,41 @@
 //   - causal ranking: a graph over the catalog from causes to symptoms, used
 //     to prefer the most upstream anomalous cause that explains the others
 //     and to report the chain from cause to symptoms;
+//   - absolute physics (absolute.go): per cause, a signature read from the
+//     current values alone against limits that hold for any vLLM service
+//     (a few percent of requests failing, KV usage at its knee with
+//     preemptions, a queue deeper than the running batch behind saturated
+//     SMs, a busy GPU below every boost clock or at its slowdown
+//     temperature, seconds spent outside the engine, most drafts
+//     rejected). With history it counts by how much more it holds than at
+//     the baseline, so a chronic state is not an incident; without
+//     history it counts in full, and the confidence is scaled down by the
+//     share of metrics that lack a baseline (the footing) and a note says
+//     so;
 //   - calibration: a fixed, documented mapping from the winning score and its
-//     margin over the runner-up to a confidence in 0-1.
+//     margin over the runner-up to a confidence in 0-1;
+//   - similar-case matching (similar.go): a case signature of 32 features
+//     (24 direction-aware, log-squashed z-scores against the scope's own
+//     baseline, neutral when missing, and 8 physical ratios: TTFT/TPOT,
+//     queue share of E2E, gateway excess over engine E2E, KV usage,
+//     prefix-hit change, SM activity per running sequence against its
+//     baseline, error level, draft rejection), stored as 7-bit codes in a
+//     KnowledgeBase of reviewed cases (confirmed, corrected or known
+//     truth; unreviewed diagnoses never teach). The k nearest cases (L1
+//     distance, a SWAR scan over one flat slice, 32 bytes a case) vote by
+//     similarity², review (a correction counts 1.5) and recency (90-day
+//     half-life, floor 0.25). Their votes and the rules' answer are mixed
+//     with a weight that grows with the votes' support, so close agreeing
+//     cases overturn a rule (the diagnosis notes why) and can name a cause
+//     no rule covers, while a few distant or split cases leave it. The
+//     diagnosis lists the neighbours with their similarity and the
+//     deviations they share.
 //
 // Evaluation (Evaluation, Evaluate) measures accuracy, per-cause precision
 // and recall, the confusion matrix and the calibration of the confidence on
-// a labelled corpus. ParseSnapshot is a fast, parity-fuzzed front end to
+// a labelled corpus; EvaluateFeedback replays a corpus in order with a
+// growing knowledge base (optionally with wrong labels) and reports rules
+// alone against rules with matching, block by block. ParseSnapshot is a fast, parity-fuzzed front end to
 // metrics.DecodeSnapshot for bulk input.
 //
 // Every title and sentence the package shows lives in texts.go.
