@@ -59,8 +59,9 @@
 // decaying echo of its first, (z_k - rho^k z_0) / sqrt(1 - rho^2k); a
 // sustained shift passes at once or a point or two later.
 //
-// Models are refitted every hour (Refit), and while the history is young
-// each time it doubles; a seasonal model leaves the points observed during
+// Each series keeps History (14 days, at most MaxPoints = 40,320 points) of
+// past data. Models are refitted every hour (Refit), and while the history
+// is young each time it doubles; a seasonal model leaves the points observed during
 // alerts out of its refits. NaN, duplicate and out-of-order points are
 // counted and skipped; the sampling interval is the median of recent gaps,
 // and a gap of more than five intervals resets the run count; a departure
@@ -69,6 +70,19 @@
 // five times or more such as a unit change, restarted from the new data)
 // and the event's message says so, so a persistent change does not alert
 // forever.
+//
+// A caller keeps one Detector per scope (DetectorOptions.Scope) and feeds
+// it every catalog value each minute:
+//
+//	var fired []forecast.Alert
+//	for id, v := range values {
+//		if a, ok := det.Observe(id, at, v); ok && a.State == forecast.Firing {
+//			fired = append(fired, a)
+//		}
+//	}
+//	for _, g := range forecast.GroupAlerts(fired) {
+//		// open one incident for g.Scope with g.Metrics
+//	}
 //
 // GroupAlerts turns the alerts of one scope that fired in the same minute
 // into one group, the unit that opens one incident. Cache keeps fitted
