@@ -18,8 +18,9 @@ type Options struct {
 	// MaxCandidates bounds the candidate list. Default 5.
 	MaxCandidates int
 	// Cases is the knowledge base of labelled cases for similar-case
-	// matching; nil means rules only. The engine reads it at every
-	// diagnosis, so cases added to it later count at once.
+	// matching; nil gives the engine an empty one of its own (rules only
+	// until Learn fills it). The engine reads it at every diagnosis, so
+	// cases added to it later count at once.
 	Cases *KnowledgeBase
 	// Neighbours is how many nearest cases vote. Default 10.
 	Neighbours int
@@ -28,8 +29,8 @@ type Options struct {
 	MatchPrior float64
 }
 
-// Engine diagnoses snapshots. It holds no mutable state and is safe for
-// concurrent use.
+// Engine diagnoses snapshots. Its only mutable state is its knowledge
+// base, which locks itself; it is safe for concurrent use.
 type Engine struct {
 	rules         []Rule
 	minScore      float64
@@ -43,6 +44,9 @@ type Engine struct {
 func New(opts Options) *Engine {
 	e := &Engine{rules: opts.Rules, minScore: opts.MinScore, maxCandidates: opts.MaxCandidates,
 		cases: opts.Cases, neighbours: opts.Neighbours, matchPrior: opts.MatchPrior}
+	if e.cases == nil {
+		e.cases = NewKnowledgeBase()
+	}
 	if e.neighbours <= 0 {
 		e.neighbours = 10
 	}
@@ -64,8 +68,13 @@ func New(opts Options) *Engine {
 // EngineVersion identifies the rule set and build that produced a diagnosis.
 func EngineVersion() string { return "rules-2/" + BuildVersion }
 
-// Cases is the engine's knowledge base, nil when it matches no cases.
+// Cases is the engine's knowledge base.
 func (e *Engine) Cases() *KnowledgeBase { return e.cases }
+
+// Learn replaces the cases the engine matches against (the console calls
+// it with every reviewed incident at start and after each label). On error
+// the previous cases stay.
+func (e *Engine) Learn(cases []LabelledCase) error { return e.cases.Replace(cases) }
 
 // tailOf maps each p99 metric to the mean it is the tail of.
 var tailOf = map[string]string{m.E2EP99: m.E2E, m.TTFTP99: m.TTFT, m.TPOTP99: m.TPOT}
@@ -175,7 +184,7 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 	case foot < 0.9:
 		d.Notes = append(d.Notes, fmt.Sprintf(noteShortBaseline, 100*foot))
 	}
-	if e.cases != nil && e.cases.Len() > 0 {
+	if e.cases.Len() > 0 {
 		mt := e.cases.Match(signatureOf(s, base), e.neighbours, s.At)
 		if cause, ok := e.fuseMatch(&d, mt); ok {
 			d.Evidence = d.Evidence[:0]

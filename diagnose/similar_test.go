@@ -398,3 +398,26 @@ func FuzzSignatureAndMatch(f *testing.F) {
 		checkFinite(t, New(Options{Cases: kb}).Diagnose(s))
 	})
 }
+
+// TestLearn: an engine built without cases learns them, and forgets them
+// when the cases are replaced by none.
+func TestLearn(t *testing.T) {
+	e := New(Options{})
+	query := synth(100, faults[m.CauseHostOverhead])
+	var cases []LabelledCase
+	for i := 0; i < 10; i++ {
+		cases = append(cases, LabelledCase{ID: fmt.Sprint(i), Snapshot: synth(int64(200+i), faults[m.CauseHostOverhead]), Cause: "nccl_allreduce_stall", Review: Corrected})
+	}
+	if err := e.Learn(cases); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.Diagnose(query); d.RootCause != "nccl_allreduce_stall" {
+		t.Errorf("after Learn diagnosed %s", d.RootCause)
+	}
+	if err := e.Learn(nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.Diagnose(query); d.RootCause != m.CauseHostOverhead || len(d.SimilarCases) != 0 {
+		t.Errorf("after forgetting diagnosed %s with %d similar cases", d.RootCause, len(d.SimilarCases))
+	}
+}
