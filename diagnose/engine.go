@@ -76,6 +76,10 @@ func (e *Engine) Cases() *KnowledgeBase { return e.cases }
 // the previous cases stay.
 func (e *Engine) Learn(cases []LabelledCase) error { return e.cases.Replace(cases) }
 
+// LearnCase learns one case, replacing an earlier case with its ID (the
+// console calls it when an incident is labelled or relabelled).
+func (e *Engine) LearnCase(c LabelledCase) error { return e.cases.Put(c) }
+
 // tailOf maps each p99 metric to the mean it is the tail of.
 var tailOf = map[string]string{m.E2EP99: m.E2E, m.TTFTP99: m.TTFT, m.TPOTP99: m.TPOT}
 

@@ -348,6 +348,42 @@ func (kb *KnowledgeBase) AddSignature(id string, sig Signature, cause string, re
 	return nil
 }
 
+// Put learns c, replacing the stored case with the same ID if there is one
+// (a relabelled incident), else adding it.
+func (kb *KnowledgeBase) Put(c LabelledCase) error {
+	fresh := NewKnowledgeBase()
+	if err := fresh.Add(c); err != nil {
+		return err
+	}
+	kb.mu.Lock()
+	defer kb.mu.Unlock()
+	if kb.index == nil {
+		kb.index = map[string]uint16{}
+	}
+	md := fresh.meta[0]
+	cause := fresh.causes[0]
+	ci, ok := kb.index[cause]
+	if !ok {
+		if len(kb.causes) >= maxCauses {
+			return fmt.Errorf("diagnose: knowledge base: more than %d distinct causes", maxCauses)
+		}
+		ci = uint16(len(kb.causes))
+		kb.causes = append(kb.causes, cause)
+		kb.index[cause] = ci
+	}
+	md.cause = ci
+	for i := range kb.meta {
+		if kb.meta[i].id == c.ID {
+			kb.meta[i] = md
+			copy(kb.vecs[i*sigWords:(i+1)*sigWords], fresh.vecs)
+			return nil
+		}
+	}
+	kb.meta = append(kb.meta, md)
+	kb.vecs = append(kb.vecs, fresh.vecs...)
+	return nil
+}
+
 // Replace swaps the whole content for cases (the console reloads from the
 // store this way); on error the old content stays.
 func (kb *KnowledgeBase) Replace(cases []LabelledCase) error {

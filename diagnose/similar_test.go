@@ -414,6 +414,19 @@ func TestLearn(t *testing.T) {
 	if d := e.Diagnose(query); d.RootCause != "nccl_allreduce_stall" {
 		t.Errorf("after Learn diagnosed %s", d.RootCause)
 	}
+	// Relabelling one case replaces it rather than adding a second.
+	if err := e.LearnCase(LabelledCase{ID: "3", Snapshot: cases[3].Snapshot, Cause: m.CauseHostOverhead, Review: Confirmed}); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.Cases().Len(); n != 10 {
+		t.Errorf("%d cases after relabelling one, want 10", n)
+	}
+	if err := e.LearnCase(LabelledCase{ID: "new", Snapshot: cases[3].Snapshot, Cause: m.CauseHostOverhead}); err != nil || e.Cases().Len() != 11 {
+		t.Errorf("a new case was not added (err %v, len %d)", err, e.Cases().Len())
+	}
+	if err := e.LearnCase(LabelledCase{ID: "bad"}); err == nil {
+		t.Error("a case without a cause was learned")
+	}
 	if err := e.Learn(nil); err != nil {
 		t.Fatal(err)
 	}
