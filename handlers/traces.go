@@ -48,10 +48,29 @@ const (
 )
 
 func (h *Incidents) registerTraces(g *echo.Group) {
-	g.POST("/incidents/:id/traces", h.UploadTrace).Name = RouteIncidentTraceCreate
+	g.POST(traceUploadPath, h.UploadTrace).Name = RouteIncidentTraceCreate
 	g.POST("/incidents/:id/traces/:trace/delete", h.DeleteTrace).Name = RouteIncidentTraceDelete
-	g.POST("/api/v1/incidents/:id/traces", h.APIUploadTrace).Name = RouteAPIIncidentTraceCreate
-	g.GET("/api/v1/incidents/:id/traces", h.APITraces).Name = RouteAPIIncidentTraceList
+	g.POST(traceAPIUploadPath, h.APIUploadTrace).Name = RouteAPIIncidentTraceCreate
+	g.GET(traceAPIUploadPath, h.APITraces).Name = RouteAPIIncidentTraceList
+}
+
+// Trace upload route paths.
+const (
+	traceUploadPath    = "/incidents/:id/traces"
+	traceAPIUploadPath = "/api/v1/incidents/:id/traces"
+)
+
+// EnforcesOwnBodyLimit reports whether the matched route bounds its request
+// body itself: the trace uploads, which stream to disk under
+// IncidentDeps.TraceMaxBytes. A console-wide body limit (a few MB) should
+// skip these routes, for example as the Skipper of echo's BodyLimit
+// middleware, or it refuses every real trace first.
+func EnforcesOwnBodyLimit(c echo.Context) bool {
+	if c.Request().Method != http.MethodPost {
+		return false
+	}
+	p := c.Path()
+	return p == traceUploadPath || p == traceAPIUploadPath
 }
 
 func (h *Incidents) traceArchive() (TraceArchive, error) {
@@ -265,7 +284,7 @@ func (h *Incidents) spoolTrace(c echo.Context) (spooled, error) {
 		if err != nil {
 			return up, badParam("file", "the upload is not a readable multipart form: %v", err)
 		}
-		files := 0
+		files, named := 0, ""
 		for {
 			part, err := mr.NextPart()
 			if errors.Is(err, io.EOF) {
@@ -294,9 +313,7 @@ func (h *Incidents) spoolTrace(c echo.Context) (spooled, error) {
 				if err != nil {
 					return up, uploadReadError(err, badParam("name", "could not read the name: %v", err))
 				}
-				if s := strings.TrimSpace(string(b)); s != "" {
-					up.name = s
-				}
+				named = strings.TrimSpace(string(b))
 			default:
 				if _, err := io.Copy(io.Discard, io.LimitReader(part, 64<<10)); err != nil {
 					return up, uploadReadError(err, badParam("file", "the multipart form is malformed: %v", err))
@@ -305,6 +322,9 @@ func (h *Incidents) spoolTrace(c echo.Context) (spooled, error) {
 		}
 		if files == 0 {
 			return up, badParam("file", "the form has no trace file (field \"file\")")
+		}
+		if named != "" {
+			up.name = named
 		}
 	} else {
 		up.name = c.QueryParam("name")
@@ -495,7 +515,7 @@ func deltaRow(d traces.CategoryDelta, title string) views.TraceDeltaRow {
 	r := views.TraceDeltaRow{Category: string(d.Category), Title: title, Base: d.Base, Target: d.Target,
 		Delta: d.Delta, BaseShare: d.BaseShare, TargetShare: d.TargetShare}
 	if d.Relative != nil {
-		r.Ratio = 1 + *d.Relative
+		r.Ratio, r.HasBase = 1+*d.Relative, true
 	}
 	return r
 }
@@ -550,12 +570,12 @@ func compareHeadline(cmp traces.Comparison) string {
 	case r >= 2.85 && r < 3.2:
 		what = "tripled"
 	case r > 1:
-		what = "rose to " + strconv.FormatFloat(r, 'f', 1, 64) + "×"
+		what = "grew " + strconv.FormatFloat(r, 'f', 1, 64) + "×"
 	case r >= 0.45 && r <= 0.55:
 		what = "halved"
 	default:
 		what = "fell to " + strconv.Itoa(int(math.Round(100*r))) + "%"
 	}
-	return fmt.Sprintf("%s time %s%s against the baseline (%s → %s, %.2f×).",
-		d.Category.Title(), what, per, views.FormatNanos(d.Base), views.FormatNanos(d.Target), r)
+	return fmt.Sprintf("%s time %s%s against the baseline (%s → %s).",
+		d.Category.Title(), what, per, views.FormatNanos(d.Base), views.FormatNanos(d.Target))
 }

@@ -8,12 +8,17 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/handlers/handlerstest"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
@@ -21,8 +26,9 @@ import (
 )
 
 // newTraceFixture is the archive fixture with a trace upload limit
-// (0 means the default).
-func newTraceFixture(t testing.TB, maxBytes int64) *archiveFixture {
+// (0 means the default) and the console's body limit ("" means its
+// default).
+func newTraceFixture(t testing.TB, maxBytes int64, bodyLimit ...string) *archiveFixture {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "casebook.db"))
 	if err != nil {
@@ -38,6 +44,9 @@ func newTraceFixture(t testing.TB, maxBytes int64) *archiveFixture {
 			Now:    o.Now, TraceMaxBytes: maxBytes,
 		})
 		o.Incidents, o.IncidentOpener = inc, inc
+		if len(bodyLimit) > 0 {
+			o.BodyLimit = bodyLimit[0]
+		}
 	})
 	srvLayout = web.New(f.opts).Handlers.Layout
 	return &archiveFixture{fixture: f, st: st}
@@ -146,6 +155,12 @@ func TestTraceUpload(t *testing.T) {
 		{"nsys, raw body named by Content-Disposition", api, func() (io.Reader, map[string]string) {
 			return bytes.NewReader(nsys), map[string]string{"Content-Disposition": `attachment; filename="node3.nsys.sqlite"`}
 		}, http.StatusCreated, "nsight", store.TraceIncident, "node3.nsys.sqlite", ""},
+		{"path and control characters stripped from the name", api + "?name=..%2F..%2Fetc%2Fstep%0A%1b7.json", func() (io.Reader, map[string]string) {
+			return raw(jsonTrace)
+		}, http.StatusCreated, "chrome", store.TraceIncident, "step7.json", ""},
+		{"name field overrides the file name", api, func() (io.Reader, map[string]string) {
+			return multipartBody(t, "trace.json", jsonTrace, "name", "decode step, node 3")
+		}, http.StatusCreated, "chrome", store.TraceIncident, "decode step, node 3", ""},
 		{"garbage", api, func() (io.Reader, map[string]string) { return raw([]byte("hello, this is not a trace")) },
 			http.StatusBadRequest, "", "", "", "not a readable trace"},
 		{"truncated JSON", api, func() (io.Reader, map[string]string) { return raw(jsonTrace[:len(jsonTrace)/2]) },
@@ -254,6 +269,87 @@ func TestTraceUploadLimit(t *testing.T) {
 	}
 }
 
+// TestTraceUploadConsoleBodyLimit checks the answer when the console-wide
+// body limit is below the trace limit and web does not skip the upload
+// routes: still a 413 that says which limit refused it.
+func TestTraceUploadConsoleBodyLimit(t *testing.T) {
+	f := newTraceFixture(t, 0, "64K")
+	id := f.openViaAlert(t, "00000000000000t5", "TPOT up")
+	jsonTrace := readFixture(t, "llama8b_tp2.pt.trace.json")
+	for _, path := range []string{fmt.Sprintf("/api/v1/incidents/%d/traces", id), fmt.Sprintf("/incidents/%d/traces", id)} {
+		var body io.Reader = chunked{bytes.NewReader(jsonTrace)}
+		var hdr map[string]string
+		if !strings.HasPrefix(path, "/api/") {
+			b, h := multipartBody(t, "big.json", jsonTrace)
+			body, hdr = chunked{b}, h
+		}
+		r := f.do(t, http.MethodPost, path, body, hdr)
+		if r.status != http.StatusRequestEntityTooLarge || !strings.Contains(r.body, "request body limit") {
+			t.Errorf("%s: %d %.300s, want 413 naming the request body limit", path, r.status, r.body)
+		}
+	}
+}
+
+func TestEnforcesOwnBodyLimit(t *testing.T) {
+	e := echo.New()
+	cases := []struct {
+		method, path string
+		want         bool
+	}{
+		{http.MethodPost, "/incidents/:id/traces", true},
+		{http.MethodPost, "/api/v1/incidents/:id/traces", true},
+		{http.MethodGet, "/api/v1/incidents/:id/traces", false},
+		{http.MethodPost, "/incidents/:id/notes", false},
+		{http.MethodPost, "/api/v1/alerts/alertmanager", false},
+	}
+	for _, tc := range cases {
+		c := e.NewContext(httptest.NewRequest(tc.method, "/", nil), httptest.NewRecorder())
+		c.SetPath(tc.path)
+		if got := handlers.EnforcesOwnBodyLimit(c); got != tc.want {
+			t.Errorf("%s %s: %v, want %v", tc.method, tc.path, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkTraceUploadHTTP uploads the 360 KiB JSON fixture through the
+// console (spool, parse, summarise, store) and reports the throughput.
+func BenchmarkTraceUploadHTTP(b *testing.B) {
+	f := newTraceFixture(b, 0)
+	id := f.openViaAlert(b, "00000000000000b1", "TPOT up")
+	api := fmt.Sprintf("/api/v1/incidents/%d/traces", id)
+	data := readFixture(b, "llama8b_tp2.pt.trace.json")
+	b.SetBytes(int64(len(data)))
+	for i := 0; b.Loop(); i++ {
+		if i > 0 && i%store.MaxTracesPerIncident == 0 {
+			id = f.openViaAlert(b, fmt.Sprintf("%016x", 0xb100+i), "TPOT up")
+			api = fmt.Sprintf("/api/v1/incidents/%d/traces", id)
+		}
+		if r := f.do(b, http.MethodPost, api, bytes.NewReader(data), nil); r.status != http.StatusCreated {
+			b.Fatalf("upload: %d %.200s", r.status, r.body)
+		}
+	}
+}
+
+// BenchmarkIncidentPageWithTraces renders an incident page with an
+// incident and a baseline trace attached.
+func BenchmarkIncidentPageWithTraces(b *testing.B) {
+	f := newTraceFixture(b, 0)
+	id := f.openViaAlert(b, "00000000000000b2", "TPOT up")
+	api := fmt.Sprintf("/api/v1/incidents/%d/traces", id)
+	for _, role := range []string{"baseline", "incident"} {
+		data := readFixture(b, "llama8b_tp2.pt.trace.json.gz")
+		if r := f.do(b, http.MethodPost, api+"?role="+role, bytes.NewReader(data), nil); r.status != http.StatusCreated {
+			b.Fatalf("upload: %d %.200s", r.status, r.body)
+		}
+	}
+	page := fmt.Sprintf("/incidents/%d", id)
+	for b.Loop() {
+		if r := f.do(b, http.MethodGet, page, nil, nil); r.status != 200 || !strings.Contains(r.body, `data-testid="trace-compare"`) {
+			b.Fatalf("page: %d", r.status)
+		}
+	}
+}
+
 func TestTracePanel(t *testing.T) {
 	f := newTraceFixture(t, 0)
 	id := f.openViaAlert(t, "00000000000000t3", "TPOT up")
@@ -357,4 +453,60 @@ func TestTracePanelSharedIsReadOnly(t *testing.T) {
 	if strings.Contains(shared.body, `<form`) {
 		t.Error("shared page offers trace forms")
 	}
+}
+
+// FuzzTraceUpload sends arbitrary bodies, raw and as multipart forms with a
+// fixed boundary, to the upload API: every answer is a stored trace or a
+// 4xx that says what is wrong, never a server error.
+func FuzzTraceUpload(f *testing.F) {
+	// A lean console (an hour of telemetry, the incident opened in the
+	// store directly): each fuzzing worker builds its own.
+	st, err := store.Open(context.Background(), filepath.Join(f.TempDir(), "casebook.db"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { st.Close() })
+	tel := handlerstest.NewTelemetry(handlerstest.Options{Incident: incident, Span: time.Hour})
+	diag := &handlerstest.Diagnoser{Result: handlerstest.EvictionDiagnosis()}
+	srv := web.New(web.Options{Telemetry: tel, Diagnoser: diag, Incidents: handlers.NewIncidents(handlers.IncidentDeps{
+		Archive: st, Capture: tel, Diagnoser: diag, TraceMaxBytes: 256 << 10,
+	})})
+	inc, _, err := st.OpenIncident(context.Background(), store.NewIncident{
+		Title: "TPOT up", Scope: incident, Trigger: store.TriggerManual, OpenedAt: tel.End,
+		WindowStart: tel.End.Add(-time.Hour), WindowEnd: tel.End, Snapshot: metrics.Snapshot{At: tel.End, Scope: incident},
+	}, store.DiagnosisRecord{EngineVersion: "test", CreatedAt: tel.End, RootCause: metrics.CauseUnknown, Body: []byte(`{}`)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	api := fmt.Sprintf("/api/v1/incidents/%d/traces", inc.ID)
+	gz := readFixture(f, "llama8b_tp2.pt.trace.json.gz")
+	f.Add(gz, false)
+	f.Add(gz[:len(gz)/3], false)
+	f.Add(chromeTrace(2, 10, 20, 5, "k"), false)
+	f.Add([]byte(`{"traceEvents":[{"ph":"X","cat":"kernel","name":"x","ts":1e400,"dur":1}]}`), false)
+	f.Add([]byte("SQLite format 3\x00garbage"), false)
+	f.Add([]byte("--B\r\nContent-Disposition: form-data; name=\"role\"\r\n\r\nbaseline\r\n--B\r\n"+
+		"Content-Disposition: form-data; name=\"file\"; filename=\"a.json\"\r\n\r\n{\"traceEvents\":[]}\r\n--B--\r\n"), true)
+	f.Fuzz(func(t *testing.T, body []byte, form bool) {
+		hdr := map[string]string{"Content-Type": "application/octet-stream"}
+		if form {
+			hdr["Content-Type"] = "multipart/form-data; boundary=B"
+		}
+		// In process, without a connection per input.
+		req := httptest.NewRequest(http.MethodPost, api, bytes.NewReader(body))
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, req)
+		switch {
+		case rec.Code == http.StatusCreated:
+		case rec.Code >= 400 && rec.Code < 500:
+			if !strings.Contains(rec.Body.String(), `"error"`) {
+				t.Errorf("%d without an error message: %.200s", rec.Code, rec.Body.String())
+			}
+		default:
+			t.Errorf("status %d: %.300s", rec.Code, rec.Body.String())
+		}
+	})
 }

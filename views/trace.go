@@ -124,8 +124,9 @@ type TraceDeltaRow struct {
 	Base     time.Duration
 	Target   time.Duration
 	Delta    time.Duration
-	// Ratio is Target / Base; 0 when the baseline had none.
+	// Ratio is Target / Base when HasBase.
 	Ratio       float64
+	HasBase     bool
 	BaseShare   float64
 	TargetShare float64
 }
@@ -133,9 +134,9 @@ type TraceDeltaRow struct {
 // RatioText renders the ratio ("2.0×", "new" when the baseline had none).
 func (r TraceDeltaRow) RatioText() string {
 	switch {
-	case r.Ratio == 0 && r.Target > 0:
+	case !r.HasBase && r.Target > 0:
 		return "new"
-	case r.Ratio == 0:
+	case !r.HasBase:
 		return "–"
 	}
 	return strconv.FormatFloat(r.Ratio, 'f', 2, 64) + "×"
@@ -149,13 +150,20 @@ func (r TraceDeltaRow) DeltaText() string {
 	return "−" + FormatNanos(-r.Delta)
 }
 
-// Status colours a row: a category that grew by half or more is a
-// warning, one that at least doubled is critical.
+// Status colours a row: a category holding at least 5% of the incident
+// trace's GPU time that grew by half or more (or appeared) is a warning,
+// one that at least doubled is critical.
 func (r TraceDeltaRow) Status() Status {
+	grew := r.Ratio
+	if !r.HasBase && r.Target > 0 {
+		grew = math.Inf(1)
+	}
 	switch {
-	case r.Ratio >= 2 && r.TargetShare >= 0.05:
+	case r.TargetShare < 0.05:
+		return StatusOK
+	case grew >= 2:
 		return StatusCritical
-	case r.Ratio >= 1.5 && r.TargetShare >= 0.05:
+	case grew >= 1.5:
 		return StatusWarning
 	}
 	return StatusOK
