@@ -99,6 +99,7 @@ func (h *Incidents) APILabel(c echo.Context) error {
 	if err != nil {
 		return archiveError(err, "verdict")
 	}
+	h.learnIncident(c.Request().Context(), id)
 	return c.JSON(http.StatusCreated, l)
 }
 

@@ -172,6 +172,9 @@ func (h *Incidents) buildView(ctx context.Context, p store.Page, shares []store.
 	}
 	title := h.causeTitles(ctx)
 	v.TrueCauseTitle = title(inc.TrueCause)
+	if len(p.Diagnoses) > 0 {
+		v.Similar = h.similarIncidents(ctx, decodeDiagnosis(p.Diagnoses[0]), inc.ID, title)
+	}
 	v.Timeline = timeline(p, title)
 	for _, s := range shares {
 		v.Shares = append(v.Shares, views.ShareRow{ID: s.ID, CreatedBy: s.CreatedBy, CreatedAt: s.CreatedAt,
@@ -268,6 +271,7 @@ func (h *Incidents) Label(c echo.Context) error {
 	if _, err := h.d.Archive.AddLabel(c.Request().Context(), l); err != nil {
 		return archiveError(err, "verdict")
 	}
+	h.learnIncident(c.Request().Context(), id)
 	return redirect(c, views.IncidentPath(id))
 }
 
@@ -296,6 +300,7 @@ func (h *Incidents) Rediagnose(c echo.Context) error {
 	if err != nil {
 		return archiveError(err, "id")
 	}
+	h.ensureCases(ctx)
 	rec, err := diagnosisRecord(h.d.Diagnoser.Diagnose(inc.Snapshot), h.d.Now().UTC())
 	if err != nil {
 		return err

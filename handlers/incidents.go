@@ -80,7 +80,10 @@ type IncidentDeps struct {
 // incident pages and list, the accuracy page, the knowledge base, share
 // links, exports and the JSON API. It also implements IncidentOpener, so
 // "Diagnose now" opens an incident.
-type Incidents struct{ d IncidentDeps }
+type Incidents struct {
+	d     IncidentDeps
+	cases caseState
+}
 
 // NewIncidents builds the archive handlers, filling in defaults.
 func NewIncidents(d IncidentDeps) *Incidents {
@@ -202,6 +205,7 @@ func (h *Incidents) Open(ctx context.Context, scope metrics.Scope, tr Trigger, s
 		windows = nil
 	}
 	if diag == nil {
+		h.ensureCases(ctx)
 		d := h.d.Diagnoser.Diagnose(*snap)
 		diag = &d
 	}

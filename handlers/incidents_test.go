@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/handlers"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
@@ -229,7 +230,7 @@ func TestIncidentPageWorkflow(t *testing.T) {
 	}
 	for _, w := range []string{`data-testid="incident"`, `data-testid="panel-latency"`, `data-testid="panel-quality"`,
 		`data-testid="chart-marker"`, `data-testid="diagnosis"`, `data-root-cause="kv_cache_eviction"`, `data-testid="label-form"`,
-		`data-testid="similar-placeholder"`, `data-testid="incident-title">&lt;script&gt;alert(`, `data-testid="nav"`, `Alertmanager alert VLLMHighTTFT`} {
+		`data-testid="similar-row"`, `inc-118`, `data-testid="incident-title">&lt;script&gt;alert(`, `data-testid="nav"`, `Alertmanager alert VLLMHighTTFT`} {
 		if !strings.Contains(r.body, w) {
 			t.Errorf("incident page lacks %q", w)
 		}
@@ -299,6 +300,62 @@ func TestIncidentPageWorkflow(t *testing.T) {
 	r = f.do(t, http.MethodGet, path+"/print", nil, nil)
 	if r.status != 200 || !strings.Contains(r.body, "<svg") || strings.Contains(r.body, `data-testid="label-form"`) || strings.Contains(r.body, `data-testid="nav"`) {
 		t.Errorf("print page: status %d, svg %v, forms or nav present", r.status, strings.Contains(r.body, "<svg"))
+	}
+}
+
+// TestIncidentsLearnFromLabels: with a real engine, an incident labelled
+// with an engineer-created cause teaches the next diagnosis of the same
+// state, and the new incident's page links the past one with its verdict,
+// similarity and shared deviations.
+func TestIncidentsLearnFromLabels(t *testing.T) {
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "casebook.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	tel := sharedTel()
+	engine := diagnose.New(diagnose.Options{})
+	var srvLayout func(string, string) views.LayoutView
+	var inc *handlers.Incidents
+	f := newFixture(t, tel, func(o *web.Options) {
+		o.Diagnoser = engine
+		inc = handlers.NewIncidents(handlers.IncidentDeps{
+			Archive: st, Capture: tel, Diagnoser: engine, AlertToken: alertToken,
+			Layout: func(title, nav string) views.LayoutView { return srvLayout(title, nav) },
+			Now:    o.Now,
+		})
+		o.Incidents, o.IncidentOpener = inc, inc
+	})
+	srvLayout = web.New(f.opts).Handlers.Layout
+	af := &archiveFixture{fixture: f, st: st}
+
+	first := af.openViaAlert(t, "00000000000000d1", "First stall")
+	page := af.do(t, http.MethodGet, fmt.Sprintf("/incidents/%d", first), nil, nil)
+	if !strings.Contains(page.body, `data-testid="similar-none"`) {
+		t.Error("the first incident claims similar past incidents")
+	}
+	body, hdr := form("verdict", "wrong", "new_cause", "NCCL all-reduce stall", "by", "ana")
+	if r := af.do(t, http.MethodPost, fmt.Sprintf("/incidents/%d/labels", first), body, hdr); r.status != 303 {
+		t.Fatalf("label: %d %.300s", r.status, r.body)
+	}
+	if n := engine.Cases().Len(); n != 1 {
+		t.Fatalf("engine learned %d cases after one label, want 1", n)
+	}
+
+	second := af.openViaAlert(t, "00000000000000d2", "Second stall")
+	page = af.do(t, http.MethodGet, fmt.Sprintf("/incidents/%d", second), nil, nil)
+	for _, w := range []string{`data-testid="similar-row"`, fmt.Sprintf(`href="/incidents/%d"`, first), "First stall",
+		"NCCL all-reduce stall", "diagnosis corrected", "100%"} {
+		if !strings.Contains(page.body, w) {
+			t.Errorf("second incident page lacks %q", w)
+		}
+	}
+
+	// A fresh console learns the same case from the archive at start.
+	fresh := diagnose.New(diagnose.Options{})
+	again := handlers.NewIncidents(handlers.IncidentDeps{Archive: st, Capture: tel, Diagnoser: fresh})
+	if n, err := again.LoadCases(context.Background()); err != nil || n != 1 || fresh.Cases().Len() != 1 {
+		t.Errorf("LoadCases: %d cases, err %v; engine holds %d", n, err, fresh.Cases().Len())
 	}
 }
 

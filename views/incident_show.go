@@ -2,6 +2,7 @@ package views
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/casebook/casebook/metrics"
@@ -46,6 +47,65 @@ type ShareRow struct {
 	Active    bool
 }
 
+// SimilarIncident is one past case the current diagnosis matched: an
+// archived incident (ID > 0, linked) or a case from elsewhere (ID 0).
+type SimilarIncident struct {
+	Case       string // the case id the engine reported
+	ID         int64
+	Title      string
+	OpenedAt   time.Time
+	Verdict    string // "correct" or "wrong": how its label was reached
+	Cause      string // its true cause
+	CauseTitle string
+	Similarity float64
+	// Shared lists the catalog ids (or signature ratio names) on which
+	// both incidents deviate the same way.
+	Shared []string
+}
+
+// Number is the incident's number as shown ("#12").
+func (s SimilarIncident) Number() string { return "#" + strconv.FormatInt(s.ID, 10) }
+
+// SharedText names the shared deviations for display.
+func (s SimilarIncident) SharedText() string {
+	names := make([]string, 0, len(s.Shared))
+	for _, id := range s.Shared {
+		names = append(names, SignatureFeatureTitle(id))
+	}
+	return strings.Join(names, ", ")
+}
+
+// VerdictText says how the similar incident's label was reached.
+func (s SimilarIncident) VerdictText() string {
+	switch s.Verdict {
+	case "correct":
+		return "diagnosis confirmed"
+	case "wrong":
+		return "diagnosis corrected"
+	}
+	return "labelled"
+}
+
+// signatureRatioTitles name the ratio features of a case signature.
+var signatureRatioTitles = map[string]string{
+	"ttft_over_tpot":    "TTFT/TPOT",
+	"queue_share":       "queue share of E2E",
+	"gateway_excess":    "time outside the engine",
+	"kv_usage":          "KV-cache usage",
+	"prefix_hit_change": "prefix-hit change",
+	"sm_per_seq_change": "SM activity per sequence",
+	"error_level":       "error level",
+	"rejection_level":   "draft rejection",
+}
+
+// SignatureFeatureTitle names a catalog id or a signature ratio.
+func SignatureFeatureTitle(id string) string {
+	if t, ok := signatureRatioTitles[id]; ok {
+		return t
+	}
+	return MetricLabel(id)
+}
+
 // IncidentView is the view model of the incident page, its read-only shared
 // form and its printable form.
 type IncidentView struct {
@@ -74,6 +134,8 @@ type IncidentView struct {
 	Traces TracesView
 	// NewShareURL is shown once, right after a share link is created.
 	NewShareURL string
+	// Similar lists the past incidents the current diagnosis matched.
+	Similar []SimilarIncident
 	// ReadOnly hides every form and link out of the incident (shared view).
 	ReadOnly bool
 	Now      time.Time
