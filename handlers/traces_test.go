@@ -510,3 +510,44 @@ func FuzzTraceUpload(f *testing.F) {
 		}
 	})
 }
+
+func TestTraceCompareHeadline(t *testing.T) {
+	f := newTraceFixture(t, 0)
+	cases := []struct {
+		name      string
+		attention float64 // µs per step in the incident trace; the baseline has 100
+		want      string  // "" means no headline
+	}{
+		{"doubled", 200, "Attention + KV write time doubled per step against the baseline (100 µs → 200 µs)."},
+		{"tripled", 300, "Attention + KV write time tripled per step"},
+		{"grew", 160, "Attention + KV write time grew 1.6× per step"},
+		{"halved", 50, "Attention + KV write time halved per step"},
+		{"fell", 70, "Attention + KV write time fell to 70% per step"},
+		{"unchanged", 104, ""},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			id := f.openViaAlert(t, fmt.Sprintf("%016x", 0xc0+i), "TPOT up")
+			for _, up := range []struct {
+				role string
+				att  float64
+			}{{"baseline", 100}, {"incident", tc.attention}} {
+				body, hdr := multipartBody(t, up.role+".json", chromeTrace(3, 300, up.att, 40, "rms_norm_kernel"), "role", up.role)
+				if r := f.do(t, http.MethodPost, fmt.Sprintf("/incidents/%d/traces", id), body, hdr); r.status != http.StatusSeeOther {
+					t.Fatalf("upload %s: %d %.300s", up.role, r.status, r.body)
+				}
+			}
+			r := f.do(t, http.MethodGet, fmt.Sprintf("/incidents/%d", id), nil, nil)
+			if !strings.Contains(r.body, `data-testid="trace-compare"`) {
+				t.Fatalf("no comparison on the page (%d)", r.status)
+			}
+			has := strings.Contains(r.body, `data-testid="trace-headline"`)
+			switch {
+			case tc.want == "" && has:
+				t.Error("headline shown for an unchanged trace")
+			case tc.want != "" && !strings.Contains(r.body, tc.want):
+				t.Errorf("page lacks headline %q", tc.want)
+			}
+		})
+	}
+}
