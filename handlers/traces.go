@@ -109,9 +109,10 @@ type TraceReply struct {
 
 // APIUploadTrace attaches a trace sent as the raw request body (name and
 // role in the query: ?name=step.pt.trace.json.gz&role=baseline) or as a
-// multipart form (fields "file" and "role"), and answers 201 with the
-// stored trace, its summary and the kernel evidence against the latest
-// baseline.
+// multipart form (fields "file", "role" and optionally "name"), and
+// answers 201 with the stored trace, its summary and its kernel evidence:
+// for an incident trace against the latest baseline trace, for a baseline
+// trace on its own.
 func (h *Incidents) APIUploadTrace(c echo.Context) error {
 	id, err := incidentID(c)
 	if err != nil {
