@@ -42,6 +42,9 @@ type FeedbackReport struct {
 	After      int     `json:"after"`
 	AfterRules float64 `json:"after_rules_top1"`
 	AfterMatch float64 `json:"after_match_top1"`
+	// AfterMatchAnyLabel also counts a diagnosis naming a secondary label
+	// of a multi-fault case as right, after the same point.
+	AfterMatchAnyLabel float64 `json:"after_match_top1_any_label"`
 	// WorstDeficit is the largest lead, in accuracy points, of rules alone
 	// over matching in any block (0 when matching never trails).
 	WorstDeficit float64         `json:"worst_deficit_points"`
@@ -85,7 +88,7 @@ func EvaluateFeedback(cases []m.Case, opts FeedbackOptions) (FeedbackReport, err
 		rep.After = len(cases) / 2
 	}
 	var ev Evaluation
-	var rulesOK, matchOK, afterRules, afterMatch, afterN int
+	var rulesOK, matchOK, afterRules, afterMatch, afterAny, afterN int
 	var cur FeedbackBlock
 	var bRules, bMatch, bN int
 	for i, c := range cases {
@@ -105,6 +108,7 @@ func EvaluateFeedback(cases []m.Case, opts FeedbackOptions) (FeedbackReport, err
 			afterN++
 			afterRules += b2i(rOK)
 			afterMatch += b2i(mOK)
+			afterAny += b2i(mOK || contains(c.Secondary, md.RootCause))
 		}
 		if bN == 0 {
 			cur = FeedbackBlock{From: i}
@@ -139,6 +143,7 @@ func EvaluateFeedback(cases []m.Case, opts FeedbackOptions) (FeedbackReport, err
 	if afterN > 0 {
 		rep.AfterRules = float64(afterRules) / float64(afterN)
 		rep.AfterMatch = float64(afterMatch) / float64(afterN)
+		rep.AfterMatchAnyLabel = float64(afterAny) / float64(afterN)
 	}
 	rep.MatchReport = ev.Report()
 	return rep, nil
@@ -165,6 +170,16 @@ func wrongLabel(label string, labels []string, rng *rand.Rand) string {
 			return l
 		}
 	}
+}
+
+// contains reports whether xs holds x.
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }
 
 func b2i(b bool) int {

@@ -104,15 +104,6 @@ func TestNearest(t *testing.T) {
 	}
 }
 
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
 // TestScanMatchesBruteForce: the pruned SWAR scan returns exactly the k
 // nearest of a brute-force sort over the unpacked features.
 func TestScanMatchesBruteForce(t *testing.T) {

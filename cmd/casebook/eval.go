@@ -200,7 +200,7 @@ func evalFeedback(stdout io.Writer, cases []metrics.Case, skipped int, corpus st
 	fmt.Fprintf(bw, "\neach case diagnosed with a knowledge base of every earlier case, then its label fed back\n\n")
 	fmt.Fprintf(bw, "top-1 accuracy, rules alone          %.1f%%\n", 100*clean.Rules)
 	fmt.Fprintf(bw, "top-1 accuracy, rules + matching     %.1f%%\n", 100*clean.Match)
-	fmt.Fprintf(bw, "after %d labelled cases: rules %.1f%%, rules + matching %.1f%%\n", clean.After, 100*clean.AfterRules, 100*clean.AfterMatch)
+	fmt.Fprintf(bw, "after %d labelled cases: rules %.1f%%, rules + matching %.1f%% (%.1f%% counting secondary labels)\n", clean.After, 100*clean.AfterRules, 100*clean.AfterMatch, 100*clean.AfterMatchAnyLabel)
 	if mr := clean.MatchReport; mr.MultiFault > 0 {
 		fmt.Fprintf(bw, "rules + matching, counting secondary labels of the %d multi-fault cases  %.1f%%\n", mr.MultiFault, 100*mr.Top1AnyLabel)
 	}
