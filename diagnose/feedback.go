@@ -63,7 +63,9 @@ type FeedbackReport struct {
 // EvaluateFeedback replays cases in order the way the archive learns: each
 // case is diagnosed by rules alone and by rules with a knowledge base of
 // every earlier case, then its label is fed back (with probability Noise a
-// wrong one). Accuracy is always measured against the true label.
+// wrong one) as a confirmation when it names the cause the engine gave and
+// as a correction otherwise, as an engineer's review would. Accuracy is
+// always measured against the true label.
 func EvaluateFeedback(cases []m.Case, opts FeedbackOptions) (FeedbackReport, error) {
 	if opts.Noise < 0 || opts.Noise > 1 {
 		return FeedbackReport{}, fmt.Errorf("diagnose: feedback noise %v is not in 0-1", opts.Noise)
@@ -132,7 +134,13 @@ func EvaluateFeedback(cases []m.Case, opts FeedbackOptions) (FeedbackReport, err
 			label = wrongLabel(label, labels, rng)
 			rep.Flipped++
 		}
-		if err := kb.Add(LabelledCase{ID: fmt.Sprintf("case-%d", i+1), Snapshot: c.Snapshot, Cause: label, Review: Truth}); err != nil {
+		// As in the archive, the label confirms or corrects the diagnosis
+		// the engine gave.
+		review := Confirmed
+		if label != md.RootCause {
+			review = Corrected
+		}
+		if err := kb.Add(LabelledCase{ID: fmt.Sprintf("case-%d", i+1), Snapshot: c.Snapshot, Cause: label, Review: review}); err != nil {
 			return rep, fmt.Errorf("diagnose: feedback case %d: %w", i+1, err)
 		}
 	}
