@@ -248,19 +248,6 @@ func absHostOverhead(v m.Values) (float64, []string) {
 	return 0.55 * big * idle, []string{m.SMUtil, m.RunningSeqs, m.DRAMActive}
 }
 
-// historyCounts counts, per catalog id, the history points that carry it.
-func historyCounts(s m.Snapshot) map[string]int {
-	out := make(map[string]int, len(s.Current))
-	for _, p := range s.History {
-		for id, x := range p.Values {
-			if !math.IsNaN(x) && !math.IsInf(x, 0) {
-				out[id]++
-			}
-		}
-	}
-	return out
-}
-
 // footing is the share of the present catalog metrics with a usable
 // baseline (at least minHistory points): 1 with a full history, 0 with
 // none.

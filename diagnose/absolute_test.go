@@ -96,7 +96,8 @@ func TestFootingShortHistory(t *testing.T) {
 		{"two points", short, 0},
 		{"none", noHistory(s), 0},
 	} {
-		if got := footing(tc.s, historyCounts(tc.s)); got != tc.want {
+		_, counts := deviationsAndCounts(tc.s)
+		if got := footing(tc.s, counts); got != tc.want {
 			t.Errorf("%s: footing %.2f, want %.2f", tc.name, got, tc.want)
 		}
 		if d := New(Options{}).Diagnose(tc.s); d.RootCause != m.CauseEngineErrors {

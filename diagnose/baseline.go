@@ -242,7 +242,15 @@ func deviation(x float64, st stats, bad metrics.Direction) Deviation {
 // than three history points get their mean but a zero z and are never
 // anomalous.
 func Deviations(s metrics.Snapshot) map[string]Deviation {
+	out, _ := deviationsAndCounts(s)
+	return out
+}
+
+// deviationsAndCounts is Deviations that also returns, per id present in
+// s.Current, how many history points carried it.
+func deviationsAndCounts(s metrics.Snapshot) (map[string]Deviation, map[string]int) {
 	out := make(map[string]Deviation, len(s.Current))
+	counts := make(map[string]int, len(s.Current))
 	hist := make([]float64, 0, len(s.History))
 	buf := make([]float64, len(s.History))
 	for _, m := range metrics.Catalog {
@@ -257,8 +265,9 @@ func Deviations(s metrics.Snapshot) map[string]Deviation {
 			}
 		}
 		out[m.ID] = deviation(x, estimate(hist, absFloor(m), relFloorOf(m), buf), m.Bad)
+		counts[m.ID] = len(hist)
 	}
-	return out
+	return out, counts
 }
 
 // derived is a quantity computed from two catalog metrics at every instant

@@ -97,9 +97,8 @@ const (
 // fields, short history and extreme values give a weaker diagnosis, not an
 // error.
 func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
-	base := Deviations(s)
+	base, counts := deviationsAndCounts(s)
 	in := Input{Snapshot: s, Baseline: base}
-	counts := historyCounts(s)
 	foot := footing(s, counts)
 	baseVals := baselineValues(base, counts)
 
