@@ -107,7 +107,7 @@ func openTiers(base string, opts TierOptions) (*tierSet, error) {
 	ts := &tierSet{opts: opts, now: time.Now}
 	rets := [3]time.Duration{opts.RawRetention, opts.MinuteRetention, opts.HourRetention}
 	for i, dir := range tierDirs(base) {
-		db, err := openTierDB(dir, opts.WAL, rets[i], opts.Logger)
+		db, err := openTierDB(dir, opts.WAL, tierLevels[i], rets[i], opts.Logger)
 		if err != nil {
 			ts.close()
 			return nil, err
@@ -123,14 +123,19 @@ func openTiers(base string, opts TierOptions) (*tierSet, error) {
 	return ts, nil
 }
 
-// openTierDB opens one tier. Blocks grow to a quarter of the retention
-// (between 2 h and 31 days), so retention drops old data in steps of at
-// most a quarter of it.
-func openTierDB(dir string, withWAL bool, retention time.Duration, log *slog.Logger) (*tsdb.DB, error) {
+// openTierDB opens one tier whose samples come every res (0 for raw).
+// The head cuts a block once it spans its chunk range, which is at least
+// 120 samples of the tier (a full chunk; 2 h for raw and 1-minute data, 5
+// days for hourly data). Blocks grow to a quarter of the retention (up to
+// 31 days), so retention drops old data in steps of at most a quarter of
+// it.
+func openTierDB(dir string, withWAL bool, res, retention time.Duration, log *slog.Logger) (*tsdb.DB, error) {
 	opts := tsdb.DefaultOptions()
 	opts.RetentionDuration = retention.Milliseconds()
-	maxBlock := min(max(retention/4, 2*time.Hour), 31*24*time.Hour)
-	opts.MaxBlockDuration = maxBlock.Milliseconds()
+	minBlock := max(2*time.Hour, 120*res)
+	opts.MinBlockDuration = minBlock.Milliseconds()
+	maxBlock := min(max(retention/4, minBlock), 31*24*time.Hour)
+	opts.MaxBlockDuration = max(maxBlock, minBlock).Milliseconds()
 	if !withWAL {
 		opts.WALSegmentSize = -1
 	}

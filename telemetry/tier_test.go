@@ -447,7 +447,7 @@ func TestDownsampleOutOfOrderAndDuplicates(t *testing.T) {
 // TestTierRetention fills a tier with a short retention: compaction drops
 // the blocks that fall out of it.
 func TestTierRetention(t *testing.T) {
-	db, err := openTierDB(t.TempDir(), false, 12*time.Hour, slog.New(slog.DiscardHandler))
+	db, err := openTierDB(t.TempDir(), false, time.Minute, 12*time.Hour, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
