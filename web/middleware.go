@@ -7,6 +7,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/casebook/casebook/handlers"
 )
 
 // ContentSecurityPolicy allows only the console's own scripts, styles and
@@ -76,8 +78,10 @@ func useMiddleware(e *echo.Echo, opts Options, om *observability) {
 		Level:   5,
 		Skipper: func(c echo.Context) bool { return c.Path() == "/metrics" },
 	}))
-	e.Use(middleware.BodyLimit(opts.BodyLimit))
-	e.Use(middleware.ContextTimeout(opts.RequestTimeout))
+	// Kernel-trace uploads stream to disk under their own, larger limit
+	// and may take longer than a page to receive and parse.
+	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: opts.BodyLimit, Skipper: handlers.EnforcesOwnBodyLimit}))
+	e.Use(middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{Timeout: opts.RequestTimeout, Skipper: handlers.EnforcesOwnBodyLimit}))
 }
 
 // crossOrigin rejects cross-site state-changing requests (the standard

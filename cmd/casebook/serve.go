@@ -39,6 +39,7 @@ type serveConfig struct {
 	BaseURL        string
 	InsecureNoAuth bool
 	LogLevel       string
+	TraceMaxMB     int64
 }
 
 func parseServe(args []string, env func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -55,6 +56,7 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	fs.StringVar(&c.BaseURL, "base-url", "", "external URL of the console, used in share and postmortem links (default http://LISTEN)")
 	fs.BoolVar(&c.InsecureNoAuth, "insecure-no-auth", false, "allow listening on a non-loopback address without authentication")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.Int64Var(&c.TraceMaxMB, "trace-max-mb", 512, "largest kernel-trace upload, in MiB")
 	if err := parseFlags(fs, args, env, stderr); err != nil {
 		return c, err
 	}
@@ -63,6 +65,9 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	}
 	if err := checkListen(c.Listen, c.InsecureNoAuth); err != nil {
 		return c, err
+	}
+	if c.TraceMaxMB <= 0 {
+		return c, fmt.Errorf("%w: --trace-max-mb must be positive, got %d", errUsage, c.TraceMaxMB)
 	}
 	if c.BaseURL == "" {
 		c.BaseURL = "http://" + c.Listen
@@ -170,13 +175,14 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 
 	var layout func(title, nav string) views.LayoutView
 	inc := handlers.NewIncidents(handlers.IncidentDeps{
-		Archive:    st,
-		Capture:    tel,
-		Diagnoser:  engine,
-		AlertToken: cfg.WebhookToken,
-		Layout:     func(title, nav string) views.LayoutView { return layout(title, nav) },
-		BaseURL:    cfg.BaseURL,
-		Logger:     log,
+		Archive:       st,
+		Capture:       tel,
+		Diagnoser:     engine,
+		AlertToken:    cfg.WebhookToken,
+		Layout:        func(title, nav string) views.LayoutView { return layout(title, nav) },
+		BaseURL:       cfg.BaseURL,
+		Logger:        log,
+		TraceMaxBytes: cfg.TraceMaxMB << 20,
 	})
 	opts := web.Options{
 		Telemetry:      tel,
@@ -196,9 +202,11 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 		Addr:              cfg.Listen,
 		Handler:           srv,
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      90 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		// Generous: a kernel-trace upload of hundreds of MB is received and
+		// parsed within one request; pages have their own 30 s deadline.
+		ReadTimeout:  10 * time.Minute,
+		WriteTimeout: 10 * time.Minute,
+		IdleTimeout:  120 * time.Second,
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
