@@ -207,7 +207,7 @@ func absSpecDecode(v m.Values) (float64, []string) {
 	if !ok {
 		return 0, nil
 	}
-	bad := ramp(rej, 0.45, 0.65)
+	bad := ramp(rej, 0.45, 0.6)
 	if bad == 0 {
 		return 0, nil
 	}
