@@ -13,16 +13,17 @@
 //     annotations are logged once per distinct text and never fail a query.
 //     A server that cannot be reached is a failing source in Status and a
 //     clear error from the call, logged once, not per query.
-//   - Embedded (the default): a Prometheus TSDB in DataDir/tsdb, fed by
-//     Casebook's own scraper (Targets) and, with DCGM set, by the DCGM
-//     collector, and queried by the Prometheus PromQL engine in process
-//     (at most 20 million samples and 30 s per query, 3-minute lookback).
+//   - Embedded (the default): Prometheus TSDBs in DataDir (raw, 1-minute
+//     and 1-hour tiers, see Tiers), fed by Casebook's own scraper
+//     (Targets) and, with DCGM set, by the DCGM collector, and queried by
+//     the Prometheus PromQL engine in process (at most 20 million samples
+//     and 30 s per query, 3-minute lookback plus the tier's resolution).
 //   - Demo (Demo set): the embedded mode scraping the in-process simulator
 //     (telemetry/sim). A week of its history is back-filled at 1-minute
 //     resolution first, so baselines work at once; then it is scraped live
 //     every ScrapeInterval while it advances with the wall clock. Demo data
-//     lives in DataDir/tsdb-demo, is regenerated on every start and is never
-//     mixed with scraped history.
+//     lives in DataDir/tsdb-demo (and -1m, -1h), is regenerated on every
+//     start and is never mixed with scraped history.
 //
 // The simulator is scraped through an http.RoundTripper that hands each
 // request to its handler in process: the scraper runs exactly the code path
@@ -79,6 +80,57 @@
 // [at-65m, at-6m]. Values that are not finite (a ratio over an idle minute)
 // are dropped so the field is missing rather than wrong; small overshoots of
 // a metric's bounds from rate extrapolation are clamped, large ones dropped.
+//
+// # Tiers
+//
+// The embedded store is three Prometheus TSDBs: raw samples in
+// DataDir/tsdb (kept 24 h), 1-minute aggregates in DataDir/tsdb-1m (30
+// days) and 1-hour aggregates in DataDir/tsdb-1h (365 days); Options set
+// other retentions. A downsampler writes the 1-minute tier from raw data
+// and the 1-hour tier from the 1-minute tier as data arrives: an interval
+// (end-res, end] is aggregated once it is complete (30 s or two scrape
+// intervals after its end for raw data; once the 1-minute tier covers the
+// hour for hourly data) and stored at its end, so an aggregate never holds
+// data from after its timestamp. Samples that reach the raw tier after
+// their interval was aggregated are not in the aggregates.
+//
+// A series keeps its name and labels in every tier, so the catalog's
+// PromQL reads any tier unchanged:
+//
+//   - a counter (a name ending in _total, _bucket, _sum, _count or
+//     _created, and DCGM's energy and replay counters) keeps its last
+//     value per interval, and also the last value before each reset inside
+//     an interval, at its own time. The aggregate then drops wherever the
+//     raw series drops, so increase(), rate() and histogram_quantile() over
+//     any tier see the same increase as over raw data;
+//   - a gauge keeps its mean under its own name, and its extremes and
+//     sample count in extra series named like promrules' recording rules
+//     (level:metric:operation, with the tier appended): <name>:min1m,
+//     <name>:max1m and <name>:count1m in the 1-minute tier, <name>:min1h,
+//     <name>:max1h and <name>:count1h in the 1-hour tier. The hourly mean
+//     is the minute means weighted by their counts, so it equals the mean
+//     of the raw samples.
+//
+// The downsampler persists its watermark per tier (the end of the last
+// aggregated interval, in the tier's directory) after committing the
+// aggregates, and resumes there after a restart; an interval aggregated
+// again after a crash between the two writes yields the same samples,
+// which the TSDB ignores.
+//
+// Queries pick the coarsest tier their time span allows (raw up to the raw
+// retention, then 1-minute up to its retention, then 1-hour) and stitch
+// the tiers by time through one storage.Queryable: a coarser tier serves
+// everything up to its watermark, a finer one only what comes after, and
+// where a tier's data has expired the next coarser one takes over. Each
+// tier answers only for its own span, so no sample is read twice. Rate
+// windows follow the rule above with the resolution of the coarsest data
+// read, and the lookback of instant selectors grows by the resolution, so a
+// gauge read from the 1-hour tier finds its hourly mean.
+//
+// Demo mode back-fills history older than the raw retention straight into
+// the 1-minute tier (it is one-minute data already, stored as one-sample
+// aggregates), the rest into the raw tier; the downsampler then fills the
+// 1-minute tier from the raw day and the 1-hour tier from the week.
 //
 // # DCGM
 //
