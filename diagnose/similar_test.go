@@ -425,3 +425,27 @@ func TestLearn(t *testing.T) {
 		t.Errorf("after forgetting diagnosed %s with %d similar cases", d.RootCause, len(d.SimilarCases))
 	}
 }
+
+// TestConcurrentLearnAndDiagnose: the console diagnoses while labels
+// arrive; the knowledge base must serve both (run with -race).
+func TestConcurrentLearnAndDiagnose(t *testing.T) {
+	e := New(Options{})
+	s := synth(1, faults[m.CauseHostOverhead])
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 50; i++ {
+			if err := e.LearnCase(LabelledCase{ID: fmt.Sprint(i % 7), Snapshot: s, Cause: "nccl_allreduce_stall", Review: Corrected}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	}()
+	for i := 0; i < 50; i++ {
+		checkFinite(t, e.Diagnose(s))
+	}
+	<-done
+	if n := e.Cases().Len(); n != 7 {
+		t.Errorf("%d cases, want the 7 distinct ids", n)
+	}
+}
