@@ -1,0 +1,77 @@
+package telemetry
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/metrics"
+)
+
+// TestDemoBackfillTiers back-fills 27 hours: the part older than a day lands
+// in the 1-minute tier, the last day in the raw tier, the downsampler
+// continues the 1-minute tier from there and fills the 1-hour tier, and a
+// chart over the whole span reads through the seams.
+func TestDemoBackfillTiers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("back-fills 27 hours")
+	}
+	tel, _ := openDemo(t, 27*time.Hour)
+	now := time.Now()
+	cut := now.Add(-DefaultRawRetention)
+	raw, m1, h1 := tel.tiers.tiers[0].db, tel.tiers.tiers[1].db, tel.tiers.tiers[2].db
+
+	if got := msTime(oldest(raw)); got.Before(cut.Add(-2 * time.Minute)) {
+		t.Errorf("raw tier starts at %s, before the raw retention (%s)", got, cut)
+	}
+	if got := msTime(oldest(m1)); got.After(now.Add(-26 * time.Hour)) {
+		t.Errorf("1m tier starts at %s, want the back-fill older than a day", got)
+	}
+	// The gauge aggregates of a back-filled minute are the sample itself.
+	q1m := NewEmbeddedQuerier(m1, nil)
+	at := now.Add(-25 * time.Hour).Truncate(time.Minute)
+	mean := instant(t, q1m, `sum(vllm:num_requests_running)`, at)
+	mx := instant(t, q1m, `sum(vllm:num_requests_running:max1m)`, at)
+	cnt := instant(t, q1m, `min(vllm:num_requests_running:count1m)`, at)
+	if math.IsNaN(mean) || mean != mx || cnt != 1 {
+		t.Errorf("back-filled minute: mean %v, max %v, count %v; want mean = max and count 1", mean, mx, cnt)
+	}
+
+	// The downsampler catches up on the raw day and the whole 1m tier.
+	waitFor(t, func() bool {
+		return tel.tiers.ds.watermark(2) >= now.Add(-2*time.Hour).UnixMilli() &&
+			tel.tiers.ds.watermark(1) >= now.Add(-2*time.Minute).UnixMilli()
+	})
+	if got := msTime(oldest(h1)); got.After(now.Add(-26 * time.Hour)) {
+		t.Errorf("1h tier starts at %s", got)
+	}
+	st, err := tel.Storage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ti := range st.Tiers {
+		if ti.Series == 0 || ti.Oldest.IsZero() || ti.DiskBytes == 0 && ti.Name == TierMinute {
+			t.Errorf("storage stats of %s tier: %+v", ti.Name, ti)
+		}
+	}
+
+	// Charts over 26 hours (read from the 1m tier) and over 2 hours across
+	// the raw seam have every point.
+	scope := metrics.Scope{Model: tel.Simulator().Targets()[0].Model}
+	for _, r := range []metrics.Range{
+		{Start: now.Add(-26 * time.Hour), End: now, Step: 10 * time.Minute},
+		{Start: cut.Add(-time.Hour), End: cut.Add(time.Hour), Step: time.Minute},
+	} {
+		series, err := tel.Range(context.Background(), scope, []string{metrics.RunningSeqs, metrics.ThroughputRPS}, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := int(r.End.Sub(r.Start)/r.Step) - 1
+		for _, s := range series {
+			if len(s.Samples) < want {
+				t.Errorf("%s over %s at %s: %d points, want %d", s.Metric, r.End.Sub(r.Start), r.Step, len(s.Samples), want)
+			}
+		}
+	}
+}
