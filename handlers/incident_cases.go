@@ -78,22 +78,27 @@ func (h *Incidents) LoadCases(ctx context.Context) (int, error) {
 // ensureCases loads the reviewed incidents once, before the first
 // diagnosis that could use them. A failure is logged and retried on the
 // next call; the diagnosis goes ahead with the rules.
-func (h *Incidents) ensureCases(ctx context.Context) {
+func (h *Incidents) ensureCases(ctx context.Context) { h.firstLoad(ctx) }
+
+// firstLoad is ensureCases, reporting whether this call loaded cases into
+// the diagnoser (so a diagnosis made before it is stale).
+func (h *Incidents) firstLoad(ctx context.Context) bool {
 	if h.learner() == nil {
-		return
+		return false
 	}
 	h.cases.mu.Lock()
 	loaded := h.cases.loaded
 	h.cases.mu.Unlock()
 	if loaded {
-		return
+		return false
 	}
 	n, err := h.LoadCases(ctx)
 	if err != nil {
 		h.d.Logger.WarnContext(ctx, "incidents: knowledge base not loaded", "err", err)
-		return
+		return false
 	}
 	h.d.Logger.InfoContext(ctx, "incidents: knowledge base loaded", "cases", n)
+	return n > 0
 }
 
 // learnIncident teaches the diagnoser the current label of incident id,

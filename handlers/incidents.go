@@ -300,6 +300,11 @@ func (h *Incidents) completeWindows(ctx context.Context, inc *store.Incident) {
 // and its diagnosis are already made; the windows are captured here.
 func (h *Incidents) OpenIncident(ctx context.Context, s metrics.Snapshot, d diagnose.Diagnosis) (string, error) {
 	detail, _ := json.Marshal(map[string]string{"source": "diagnose now"})
+	if h.firstLoad(ctx) {
+		// The diagnosis was made before the archive's reviewed incidents
+		// were learned: make it again with them.
+		d = h.d.Diagnoser.Diagnose(s)
+	}
 	inc, _, err := h.Open(ctx, s.Scope, Trigger{Kind: store.TriggerManual, At: s.At, Detail: detail}, &s, &d)
 	if err != nil {
 		return "", err
