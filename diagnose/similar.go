@@ -436,10 +436,11 @@ type hit struct {
 	d   uint32
 }
 
-// scanNearest returns the k codes of vecs nearest q, nearest first. It
-// keeps the k best in a max-heap and abandons a case as soon as its
-// distance over the first half of the features reaches the k-th best, so
-// once the heap is full most cases cost half a row.
+// scanNearest returns the k codes of vecs nearest q, nearest first, keeping
+// the k best in a max-heap. Each case costs four words of straight-line
+// SWAR arithmetic and one well-predicted comparison with the k-th best:
+// abandoning a case after its first half was measured slower, because
+// that branch is unpredictable.
 func scanNearest(q *code, vecs []uint64, k int) []hit {
 	n := len(vecs) / sigWords
 	if k > n {
@@ -453,11 +454,7 @@ func scanNearest(q *code, vecs []uint64, k int) []hit {
 	bound := uint32(math.MaxUint32)
 	for i := 0; i < n; i++ {
 		v := vecs[i*sigWords : i*sigWords+sigWords : i*sigWords+sigWords]
-		s := laneSum(lanes(absDiff(q0, v[0])) + lanes(absDiff(q1, v[1])))
-		if s >= bound {
-			continue
-		}
-		s += laneSum(lanes(absDiff(q2, v[2])) + lanes(absDiff(q3, v[3])))
+		s := laneSum(lanes(absDiff(q0, v[0])) + lanes(absDiff(q1, v[1])) + lanes(absDiff(q2, v[2])) + lanes(absDiff(q3, v[3])))
 		if s >= bound {
 			continue
 		}
