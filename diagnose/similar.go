@@ -217,14 +217,14 @@ const (
 
 // absDiff returns the per-byte |a-b| of two words of 7-bit bytes. Setting
 // each byte's high bit before subtracting keeps every byte of the
-// difference positive, so no borrow crosses bytes: x holds 128+a-b and y
-// 128+b-a per byte, and whichever is at least 128 carries |a-b| in its
-// low seven bits.
+// difference positive, so no borrow crosses bytes; flipping the high bit
+// back leaves a-b as a signed byte, whose absolute value is its ones'
+// complement plus one where negative (at most 127 + 1, so that addition
+// cannot carry into the next byte either).
 func absDiff(a, b uint64) uint64 {
-	x := (a | hi7) - b
-	y := (b | hi7) - a
-	ge := ((x & hi7) >> 7) * 0xff // 0xff in the bytes where a >= b
-	return (x&^hi7)&ge | (y&^hi7)&^ge
+	d := ((a | hi7) - b) ^ hi7
+	neg := (d & hi7) >> 7 // 0x01 in the bytes where a < b
+	return (d ^ (neg * 0xff)) + neg
 }
 
 // lanes folds the eight byte sums of d into four 16-bit lanes.
@@ -454,7 +454,9 @@ func scanNearest(q *code, vecs []uint64, k int) []hit {
 	bound := uint32(math.MaxUint32)
 	for i := 0; i < n; i++ {
 		v := vecs[i*sigWords : i*sigWords+sigWords : i*sigWords+sigWords]
-		s := laneSum(lanes(absDiff(q0, v[0])) + lanes(absDiff(q1, v[1])) + lanes(absDiff(q2, v[2])) + lanes(absDiff(q3, v[3])))
+		// Two byte-wise |a-b| (at most 126 each) add without carrying
+		// out of a byte; the lanes fold then widens them.
+		s := laneSum(lanes(absDiff(q0, v[0])+absDiff(q1, v[1])) + lanes(absDiff(q2, v[2])+absDiff(q3, v[3])))
 		if s >= bound {
 			continue
 		}
