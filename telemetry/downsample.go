@@ -184,8 +184,10 @@ func (d *downsampler) run(ctx context.Context, tick time.Duration) {
 	}
 }
 
-// catchUp aggregates every complete interval of both tiers.
-func (d *downsampler) catchUp(ctx context.Context) error {
+// catchUp aggregates every complete interval of both tiers, then lets the
+// raw tier's retention drop what is aggregated.
+func (d *downsampler) catchUp(ctx context.Context) (err error) {
+	defer func() { err = errors.Join(err, d.ts.applyRawRetention()) }()
 	for level := 1; level < 3; level++ {
 		for {
 			if err := ctx.Err(); err != nil {

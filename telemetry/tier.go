@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/config"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
@@ -91,6 +93,9 @@ type tierSet struct {
 	tiers [3]*tier
 	ds    *downsampler
 	now   func() time.Time
+	// appliedRaw is the retention the raw tier runs with (see
+	// rawRetention); only the downsampler's goroutine changes it.
+	appliedRaw time.Duration
 }
 
 // tierDirs returns the directories of the three tiers under base: base
@@ -107,20 +112,57 @@ func openTiers(base string, opts TierOptions) (*tierSet, error) {
 	ts := &tierSet{opts: opts, now: time.Now}
 	rets := [3]time.Duration{opts.RawRetention, opts.MinuteRetention, opts.HourRetention}
 	for i, dir := range tierDirs(base) {
-		db, err := openTierDB(dir, opts.WAL, tierLevels[i], rets[i], opts.Logger)
-		if err != nil {
-			ts.close()
-			return nil, err
-		}
-		ts.tiers[i] = &tier{level: i, name: tierNames[i], dir: dir, db: db, retention: rets[i]}
+		ts.tiers[i] = &tier{level: i, name: tierNames[i], dir: dir, retention: rets[i]}
 	}
 	ds, err := newDownsampler(ts)
 	if err != nil {
-		ts.close()
 		return nil, err
 	}
 	ts.ds = ds
+	for i, t := range ts.tiers {
+		ret := t.retention
+		if i == 0 {
+			ret = ts.rawRetention()
+		}
+		db, err := openTierDB(t.dir, opts.WAL, tierLevels[i], ret, opts.Logger)
+		if err != nil {
+			_ = ts.close()
+			return nil, err
+		}
+		t.db = db
+	}
+	ts.appliedRaw = ts.rawRetention()
 	return ts, nil
+}
+
+// rawRetention is the retention the raw tier is run with: the configured
+// one, extended so that nothing the downsampler has not aggregated yet is
+// dropped (after downtime, or when a raw tier from before the tiers
+// exists). Before the first aggregation it keeps everything.
+func (ts *tierSet) rawRetention() time.Duration {
+	wm := ts.ds.watermark(1)
+	if wm == math.MinInt64 {
+		return 0
+	}
+	behind := ts.now().Sub(msTime(wm)) + time.Hour
+	return max(ts.tiers[0].retention, behind.Truncate(time.Hour))
+}
+
+// applyRawRetention updates the raw tier's retention after the
+// downsampler moved on.
+func (ts *tierSet) applyRawRetention() error {
+	ret := ts.rawRetention()
+	if ret == ts.appliedRaw {
+		return nil
+	}
+	cfg := &config.Config{StorageConfig: config.StorageConfig{TSDBConfig: &config.TSDBConfig{
+		Retention: &config.TSDBRetentionConfig{Time: model.Duration(ret)},
+	}}}
+	if err := ts.raw().ApplyConfig(cfg); err != nil {
+		return fmt.Errorf("telemetry: raw tier retention %s: %w", ret, err)
+	}
+	ts.appliedRaw = ret
+	return nil
 }
 
 // openTierDB opens one tier whose samples come every res (0 for raw).
@@ -152,7 +194,7 @@ func (ts *tierSet) raw() *tsdb.DB { return ts.tiers[0].db }
 func (ts *tierSet) close() error {
 	var errs []error
 	for _, t := range ts.tiers {
-		if t == nil {
+		if t == nil || t.db == nil {
 			continue
 		}
 		if err := t.db.Close(); err != nil {

@@ -553,3 +553,40 @@ func TestTieredQuerierStitches(t *testing.T) {
 		t.Fatalf("gauge chart: %d points, want 26", len(rs[0].Samples))
 	}
 }
+
+// TestRawRetentionWaitsForDownsampler: raw data that is not aggregated yet
+// outlives the raw retention; once aggregated, compaction drops it.
+func TestRawRetentionWaitsForDownsampler(t *testing.T) {
+	const total = 6 * 3600
+	now := tierBase.Add(total * time.Second)
+	ts := openTestTiers(t, t.TempDir(), TierOptions{RawRetention: time.Hour}, &now)
+	defer ts.close()
+	var src rawSource
+	src.appendRange(t, ts.raw(), 0, total)
+	ctx := context.Background()
+	if err := ts.raw().Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := msTime(oldest(ts.raw())); !got.Equal(tierBase) {
+		t.Fatalf("raw tier starts at %s before any aggregation, want %s", got, tierBase)
+	}
+	if err := ts.ds.catchUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := ts.appliedRaw; got != time.Hour {
+		t.Errorf("raw retention after catching up = %s, want 1h", got)
+	}
+	// Retention applies when compaction cuts the next block.
+	src.appendRange(t, ts.raw(), total, total+3*3600)
+	now = now.Add(3 * time.Hour)
+	if err := ts.raw().Compact(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := msTime(oldest(ts.raw())); got.Before(now.Add(-5 * time.Hour)) {
+		t.Errorf("raw tier still starts at %s after aggregation", got)
+	}
+	// The first sample, at the base, is the end of the first interval.
+	if got := msTime(oldest(ts.tiers[1].db)); !got.Equal(tierBase) {
+		t.Errorf("1m tier starts at %s, want %s", got, tierBase)
+	}
+}
