@@ -92,7 +92,9 @@
 // intervals after its end for raw data; once the 1-minute tier covers the
 // hour for hourly data) and stored at its end, so an aggregate never holds
 // data from after its timestamp. Samples that reach the raw tier after
-// their interval was aggregated are not in the aggregates.
+// their interval was aggregated are not in the aggregates. The raw tier's
+// retention waits for the downsampler: raw data is dropped only once it is
+// aggregated (a raw TSDB from before the tiers is aggregated first).
 //
 // A series keeps its name and labels in every tier, so the catalog's
 // PromQL reads any tier unchanged:
