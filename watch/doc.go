@@ -1,0 +1,53 @@
+// Package watch runs the dynamic-threshold detector inside `casebook
+// serve`: every interval it reads the newest minute values of every
+// catalog metric of every scope from the telemetry, feeds them to one
+// forecast.Detector per scope, opens one incident per anomaly through the
+// console's incident path, and forwards the per-metric alerts to an
+// Alertmanager when one is configured.
+//
+// # Rounds
+//
+// Watcher.Round is one evaluation: list the scopes (Source.Scopes), read
+// each scope's catalog series from the minute after the last one it fed up
+// to the current minute at a 1-minute step (Source.Range), and observe
+// every point in time order per metric. The first round of a scope reads
+// History (default 7 days) to warm the scope's detector up; the detector
+// fits its seasonal models from that history and refits them hourly
+// (forecast.DetectorOptions.Refit). Events of the warm-up are not acted
+// on, except alerts that fired in its last minutes (Fresh), which are
+// still news. Run calls Round every Interval until its context ends.
+//
+// # Incidents
+//
+// The detector raises a Firing event only when a metric leaves its band
+// (for Consecutive points in its bad direction) and a Resolved event when
+// it has been back for Clear points, so a metric that stays out of band
+// opens nothing new. The Firing alerts of one scope in one minute form one
+// group (forecast.GroupAlerts) and open ONE incident (Opener.Open, trigger
+// kind detector) titled with the metrics, its trigger detail a Detail
+// listing each metric's value, forecast, band and distance outside the band
+// in standard errors. Metrics of the same scope that fire within
+// JoinWindow (default 5 min) of an incident's minute join that incident
+// instead of opening another: one anomaly often crosses the bands of its
+// metrics a minute or two apart. A metric that resolves and fires again
+// later opens a new incident.
+//
+// # Alertmanager
+//
+// With an Alertmanager URL every round posts the firing alerts (one per
+// scope and metric, alertname CasebookDynamicThreshold, labels model_name,
+// pod, casebook_metric and severity, generatorURL the incident's page) to
+// /api/v2/alerts, and the alerts that resolved in the round with their
+// endsAt. Reposting every round keeps them alive in the Alertmanager. A
+// failed post is retried with exponential backoff a bounded number of
+// times; failures and recoveries are logged once per change.
+//
+// # Bad input
+//
+// NaN and infinite values, gaps and out-of-order points are skipped or
+// reset by the detector (forecast.Detector.Observe). A telemetry error
+// skips the scope (or the round) and is logged once until that scope reads
+// again; a scope that disappears from Scopes has its firing alerts
+// resolved and is forgotten after History; nothing panics and a broken
+// source raises no alerts.
+package watch

@@ -1,0 +1,216 @@
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/metrics"
+	"github.com/casebook/casebook/store"
+)
+
+var (
+	testScope = metrics.Scope{Model: "llama-70b", Instance: "pod-a"}
+	// Up-bad latencies and a Down-bad throughput.
+	testIDs = []string{metrics.TTFT, metrics.TPOT, metrics.E2E, metrics.GenerationTPS}
+)
+
+func TestWatcherOpensOneIncidentForAMultiMetricStep(t *testing.T) {
+	tests := []struct {
+		name    string
+		stepped []string
+		factor  float64
+		want    int // incidents
+		metrics int // metrics named in the incident
+	}{
+		{"normal daily cycle", nil, 1, 0, 0},
+		{"three metrics step up together", []string{metrics.TTFT, metrics.TPOT, metrics.E2E}, 2, 1, 3},
+		{"throughput halves with latency up", []string{metrics.GenerationTPS, metrics.E2E}, 2, 1, 2},
+		{"good-direction step raises nothing", []string{metrics.GenerationTPS}, 0.5, 0, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &fakeSource{scopes: []metrics.Scope{testScope}, step: tc.factor, stepped: map[string]bool{}}
+			for _, id := range tc.stepped {
+				src.stepped[id] = true
+			}
+			var log syncBuffer
+			w, op, clk := newTestWatcher(t, src, testIDs, nil, &log)
+			if r := w.Round(context.Background()); r.Points == 0 || r.Opened != 0 {
+				t.Fatalf("warm-up round: %+v, want points and no incident", r)
+			}
+			// Twelve hours of the normal cycle, then the step.
+			if n := runMinutes(w, clk, 12*60); n != 0 {
+				t.Fatalf("%d incidents during the normal cycle, want 0: %+v", n, op.list())
+			}
+			src.set(func(f *fakeSource) { f.stepAt = clk.Now().Truncate(time.Minute).Add(time.Minute) })
+			runMinutes(w, clk, 30)
+			got := op.list()
+			if len(got) != tc.want {
+				t.Fatalf("opened %d incidents, want %d: %+v\nlog:\n%s", len(got), tc.want, got, log.String())
+			}
+			if tc.want == 0 {
+				return
+			}
+			inc := got[0]
+			if inc.scope != testScope || inc.tr.Kind != store.TriggerDetector {
+				t.Errorf("incident scope %v kind %q, want %v detector", inc.scope, inc.tr.Kind, testScope)
+			}
+			d, ok := ParseDetail(inc.tr.Detail)
+			if !ok {
+				t.Fatalf("trigger detail %s is not a detector detail", inc.tr.Detail)
+			}
+			// Every stepped metric is in the incident: in the detail, or
+			// joined within the join window (then it is firing with the
+			// incident's URL).
+			named := map[string]bool{}
+			for _, m := range d.Metrics {
+				named[m.Metric] = true
+				if !strings.Contains(inc.tr.Title, m.Metric) {
+					t.Errorf("title %q does not name %s", inc.tr.Title, m.Metric)
+				}
+				outside := m.Value > m.Upper || m.Value < m.Lower
+				if !outside || m.Outside <= 0 || m.OutsideSE <= 0 || m.Lower >= m.Upper {
+					t.Errorf("detail %+v: want a value outside its band by a positive amount", m)
+				}
+			}
+			for _, a := range w.Firing() {
+				if a.Incident == 1 {
+					named[a.Alert.Metric] = true
+				}
+				if a.URL != "http://casebook.test/incidents/1" {
+					t.Errorf("firing %s links %q, want the incident page", a.Alert.Metric, a.URL)
+				}
+			}
+			if len(named) != tc.metrics {
+				t.Errorf("incident covers %v, want %d metrics %v", named, tc.metrics, tc.stepped)
+			}
+			// Still out of band an hour later: no second incident.
+			runMinutes(w, clk, 60)
+			if n := len(op.list()); n != 1 {
+				t.Errorf("%d incidents after an hour more of the same anomaly, want 1", n)
+			}
+		})
+	}
+}
+
+func TestWatcherOpensANewIncidentWhenTheAnomalyReturns(t *testing.T) {
+	src := &fakeSource{scopes: []metrics.Scope{testScope}, step: 2, stepped: map[string]bool{metrics.TTFT: true}}
+	var log syncBuffer
+	w, op, clk := newTestWatcher(t, src, []string{metrics.TTFT}, nil, &log)
+	w.Round(context.Background())
+	runMinutes(w, clk, 60)
+	src.set(func(f *fakeSource) { f.stepAt = clk.Now().Add(time.Minute) })
+	runMinutes(w, clk, 20)
+	src.set(func(f *fakeSource) { f.stepAt = time.Time{} }) // back to normal
+	runMinutes(w, clk, 30)
+	if n := len(w.Firing()); n != 0 {
+		t.Fatalf("%d alerts still firing after the anomaly ended", n)
+	}
+	src.set(func(f *fakeSource) { f.stepAt = clk.Now().Add(time.Minute) })
+	runMinutes(w, clk, 20)
+	if n := len(op.list()); n != 2 {
+		t.Fatalf("opened %d incidents for two separate anomalies, want 2\n%s", n, log.String())
+	}
+}
+
+func TestWatcherSurvivesBadInput(t *testing.T) {
+	src := &fakeSource{scopes: []metrics.Scope{testScope, {Model: "llama-70b", Instance: "pod-b"}}, step: 1, stepped: map[string]bool{}}
+	var log syncBuffer
+	w, op, clk := newTestWatcher(t, src, testIDs, nil, &log)
+	w.Round(context.Background())
+	runMinutes(w, clk, 30)
+
+	// A half-hour gap of NaN, then normal data again.
+	src.set(func(f *fakeSource) { f.gapFrom, f.gapTo = clk.Now(), clk.Now().Add(30*time.Minute) })
+	runMinutes(w, clk, 60)
+	// The telemetry fails for ten rounds.
+	src.set(func(f *fakeSource) { f.failing = true })
+	runMinutes(w, clk, 10)
+	src.set(func(f *fakeSource) { f.failing = false })
+	runMinutes(w, clk, 10)
+	// A scope disappears for a while, then comes back.
+	src.set(func(f *fakeSource) { f.scopes = f.scopes[:1] })
+	runMinutes(w, clk, 10)
+	src.set(func(f *fakeSource) { f.scopes = append(f.scopes, metrics.Scope{Model: "llama-70b", Instance: "pod-b"}) })
+	runMinutes(w, clk, 30)
+
+	if got := op.list(); len(got) != 0 {
+		t.Errorf("opened %d incidents on gaps, errors and a missing scope, want 0: %+v", len(got), got)
+	}
+	logs := log.String()
+	for _, msg := range []string{"listing scopes failed", "scope no longer reports", "listing scopes works again", "scope is back"} {
+		if n := strings.Count(logs, msg); n != 1 {
+			t.Errorf("%q logged %d times, want once\n%s", msg, n, logs)
+		}
+	}
+}
+
+func TestWatcherLogsAFailedOpenAndKeepsGoing(t *testing.T) {
+	src := &fakeSource{scopes: []metrics.Scope{testScope}, step: 2, stepped: map[string]bool{metrics.TTFT: true}}
+	var log syncBuffer
+	w, op, clk := newTestWatcher(t, src, []string{metrics.TTFT}, nil, &log)
+	op.fail = true
+	w.Round(context.Background())
+	runMinutes(w, clk, 30)
+	src.set(func(f *fakeSource) { f.stepAt = clk.Now().Add(time.Minute) })
+	runMinutes(w, clk, 30)
+	if n := strings.Count(log.String(), "opening the detector's incident failed"); n != 1 {
+		t.Errorf("failed open logged %d times, want once\n%s", n, log.String())
+	}
+	if f := w.Firing(); len(f) != 1 || f[0].Incident != 0 || f[0].URL != "" {
+		t.Errorf("firing %+v, want the alert without an incident", f)
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	src, op := &fakeSource{}, &fakeOpener{}
+	tests := []struct {
+		name string
+		opts Options
+	}{
+		{"no source", Options{Opener: op}},
+		{"no opener", Options{Source: src}},
+		{"unknown metric", Options{Source: src, Opener: op, Metrics: []string{"nope"}}},
+		{"negative interval", Options{Source: src, Opener: op, Interval: -time.Second}},
+	}
+	for _, tc := range tests {
+		if _, err := New(tc.opts); err == nil {
+			t.Errorf("%s: New succeeded, want an error", tc.name)
+		}
+	}
+}
+
+func TestParseDetail(t *testing.T) {
+	good, _ := json.Marshal(Detail{Source: DetailSource, Metrics: []MetricDetail{{Metric: metrics.TTFT, Value: 9}}})
+	tests := []struct {
+		raw  string
+		want bool
+	}{
+		{string(good), true},
+		{`{"source":"alertmanager"}`, false},
+		{`not json`, false},
+		{``, false},
+	}
+	for _, tc := range tests {
+		d, ok := ParseDetail(json.RawMessage(tc.raw))
+		if ok != tc.want {
+			t.Errorf("ParseDetail(%q) ok = %v, want %v", tc.raw, ok, tc.want)
+		}
+		if ok && (len(d.Metrics) != 1 || d.Metrics[0].Value != 9) {
+			t.Errorf("ParseDetail(%q) = %+v", tc.raw, d)
+		}
+	}
+}
+
+func FuzzParseDetail(f *testing.F) {
+	f.Add([]byte(`{"source":"dynamic-threshold","metrics":[{"metric":"ttft_p95_ms","value":1}]}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if d, ok := ParseDetail(b); ok && d.Source != DetailSource {
+			t.Fatalf("accepted a detail of source %q", d.Source)
+		}
+	})
+}
