@@ -23,6 +23,7 @@ import (
 	"github.com/casebook/casebook/telemetry"
 	"github.com/casebook/casebook/telemetry/sim"
 	"github.com/casebook/casebook/views"
+	"github.com/casebook/casebook/watch"
 	"github.com/casebook/casebook/web"
 )
 
@@ -40,6 +41,11 @@ type serveConfig struct {
 	InsecureNoAuth bool
 	LogLevel       string
 	TraceMaxMB     int64
+
+	Detect            string // "auto", "on" or "off"
+	DetectInterval    time.Duration
+	DetectConsecutive int
+	AlertmanagerURL   string
 }
 
 func parseServe(args []string, env func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -57,6 +63,10 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	fs.BoolVar(&c.InsecureNoAuth, "insecure-no-auth", false, "allow listening on a non-loopback address without authentication")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Int64Var(&c.TraceMaxMB, "trace-max-mb", 512, "largest kernel-trace upload, in MiB")
+	fs.StringVar(&c.Detect, "detect", "auto", `dynamic-threshold detector: "on", "off" or "auto" (on)`)
+	fs.DurationVar(&c.DetectInterval, "detect-interval", time.Minute, "how often the detector evaluates the latest minute of every metric")
+	fs.IntVar(&c.DetectConsecutive, "detect-consecutive", 3, "points in a row outside the forecast band that raise an alert")
+	fs.StringVar(&c.AlertmanagerURL, "alertmanager-url", "", "forward the detector's alerts to this Alertmanager (http://host:9093)")
 	if err := parseFlags(fs, args, env, stderr); err != nil {
 		return c, err
 	}
@@ -68,6 +78,22 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	}
 	if c.TraceMaxMB <= 0 {
 		return c, fmt.Errorf("%w: --trace-max-mb must be positive, got %d", errUsage, c.TraceMaxMB)
+	}
+	switch c.Detect {
+	case "auto", "on", "off", "true", "false":
+	default:
+		return c, fmt.Errorf("%w: --detect must be on, off or auto, got %q", errUsage, c.Detect)
+	}
+	if c.DetectInterval < time.Second {
+		return c, fmt.Errorf("%w: --detect-interval must be at least 1s, got %s", errUsage, c.DetectInterval)
+	}
+	if c.DetectConsecutive <= 0 {
+		return c, fmt.Errorf("%w: --detect-consecutive must be positive, got %d", errUsage, c.DetectConsecutive)
+	}
+	if c.AlertmanagerURL != "" {
+		if _, err := watch.NewAlertmanager(watch.AlertmanagerOptions{URL: c.AlertmanagerURL}); err != nil {
+			return c, fmt.Errorf("%w: --alertmanager-url: %v", errUsage, err)
+		}
 	}
 	if c.BaseURL == "" {
 		c.BaseURL = "http://" + c.Listen
@@ -198,6 +224,17 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 	srv := web.New(opts)
 	layout = srv.Handlers.Layout
 
+	if cfg.Detect != "off" && cfg.Detect != "false" {
+		w, err := newWatcher(cfg, tel, inc, log)
+		if err != nil {
+			return err
+		}
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); w.Run(watchCtx) }()
+		defer func() { stopWatch(); <-done }()
+	}
+
 	httpSrv := &http.Server{
 		Addr:              cfg.Listen,
 		Handler:           srv,
@@ -227,6 +264,31 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 		return fmt.Errorf("serve: shutdown: %w", err)
 	}
 	return nil
+}
+
+// newWatcher builds the dynamic-threshold detector over the telemetry,
+// opening incidents through the archive's one incident path.
+func newWatcher(cfg serveConfig, tel *telemetry.Telemetry, inc *handlers.Incidents, log *slog.Logger) (*watch.Watcher, error) {
+	opts := watch.Options{
+		Source:      tel,
+		Opener:      inc,
+		Interval:    cfg.DetectInterval,
+		Consecutive: cfg.DetectConsecutive,
+		BaseURL:     cfg.BaseURL,
+		Logger:      log,
+	}
+	if cfg.AlertmanagerURL != "" {
+		am, err := watch.NewAlertmanager(watch.AlertmanagerOptions{URL: cfg.AlertmanagerURL, InstanceLabel: cfg.InstanceLabel, Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("%w: --alertmanager-url: %v", errUsage, err)
+		}
+		opts.Alertmanager = am
+	}
+	w, err := watch.New(opts)
+	if err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	return w, nil
 }
 
 func mode(cfg serveConfig, demo bool) string {

@@ -1,0 +1,45 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"testing"
+	"time"
+)
+
+func TestParseServeDetectorFlags(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	tests := []struct {
+		args     []string
+		ok       bool
+		detect   string
+		interval time.Duration
+		consec   int
+	}{
+		{nil, true, "auto", time.Minute, 3},
+		{[]string{"--detect=off"}, true, "off", time.Minute, 3},
+		{[]string{"--detect-interval=30s", "--detect-consecutive=5"}, true, "auto", 30 * time.Second, 5},
+		{[]string{"--alertmanager-url=http://127.0.0.1:9093"}, true, "auto", time.Minute, 3},
+		{[]string{"--detect=maybe"}, false, "", 0, 0},
+		{[]string{"--detect-interval=10ms"}, false, "", 0, 0},
+		{[]string{"--detect-consecutive=0"}, false, "", 0, 0},
+		{[]string{"--alertmanager-url=alertmanager:9093"}, false, "", 0, 0},
+	}
+	for _, tc := range tests {
+		c, err := parseServe(tc.args, noEnv, io.Discard)
+		if !tc.ok {
+			if !errors.Is(err, errUsage) {
+				t.Errorf("parseServe(%q) error %v, want a usage error", tc.args, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("parseServe(%q): %v", tc.args, err)
+			continue
+		}
+		if c.Detect != tc.detect || c.DetectInterval != tc.interval || c.DetectConsecutive != tc.consec {
+			t.Errorf("parseServe(%q) = detect %q interval %s consecutive %d, want %q %s %d",
+				tc.args, c.Detect, c.DetectInterval, c.DetectConsecutive, tc.detect, tc.interval, tc.consec)
+		}
+	}
+}
