@@ -39,14 +39,18 @@ func (t *Telemetry) Storage() (StorageStats, error) {
 // goes: samples older than the raw retention straight into the 1-minute
 // tier (they are one-minute data already), the rest into the raw tier.
 // done records that the 1-minute tier is complete up to that cut, so the
-// downsampler starts there.
+// downsampler starts there, and lets the tier compact again.
 func (t *Telemetry) backfillTarget(to time.Time) (app storage.Appendable, done func() error) {
 	if t.tiers == nil {
 		return t.db, func() error { return nil }
 	}
 	cut := floorTo(to.Add(-t.tiers.tiers[0].retention).UnixMilli(), tierLevels[1].Milliseconds())
-	s := &splitAppendable{raw: t.tiers.raw(), tier: t.tiers.tiers[1].db, cut: cut}
+	m1 := t.tiers.tiers[1].db
+	// As for the raw tier, compaction waits until the back-fill is in.
+	m1.DisableCompactions()
+	s := &splitAppendable{raw: t.tiers.raw(), tier: m1, cut: cut}
 	return s, func() error {
+		m1.EnableCompactions()
 		if t.tiers.ds.watermark(1) >= cut {
 			return nil
 		}
