@@ -110,13 +110,29 @@ func newDownsampler(ts *tierSet) (*downsampler, error) {
 		if err != nil {
 			return nil, fmt.Errorf("telemetry: read %s: %w", path, err)
 		}
-		ms, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		ms, err := parseWatermark(b)
 		if err != nil {
-			return nil, fmt.Errorf("telemetry: watermark %s: %q is not a millisecond timestamp", path, strings.TrimSpace(string(b)))
+			return nil, fmt.Errorf("telemetry: watermark %s: %w", path, err)
 		}
 		d.wm[level] = ms
 	}
 	return d, nil
+}
+
+// formatWatermark and parseWatermark are the watermark file's format: a
+// Unix time in milliseconds and a newline.
+func formatWatermark(ms int64) []byte { return []byte(strconv.FormatInt(ms, 10) + "\n") }
+
+func parseWatermark(b []byte) (int64, error) {
+	s := strings.TrimSpace(string(b))
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || ms == math.MinInt64 {
+		if len(s) > 40 {
+			s = s[:40] + "..."
+		}
+		return 0, fmt.Errorf("%q is not a Unix time in milliseconds", s)
+	}
+	return ms, nil
 }
 
 func (d *downsampler) watermark(level int) int64 {
@@ -134,7 +150,7 @@ func (d *downsampler) setWatermark(level int, ms int64) error {
 	if err != nil {
 		return fmt.Errorf("telemetry: write watermark: %w", err)
 	}
-	_, err = f.WriteString(strconv.FormatInt(ms, 10) + "\n")
+	_, err = f.Write(formatWatermark(ms))
 	if err == nil && d.ts.opts.WAL {
 		err = f.Sync()
 	}

@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -338,8 +337,11 @@ func TestDownsamplerRestart(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					ms, _ := strconv.ParseInt(string(b[:len(b)-1]), 10, 64)
-					if err := os.WriteFile(path, []byte(strconv.FormatInt(ms-back.Milliseconds(), 10)+"\n"), 0o644); err != nil {
+					ms, err := parseWatermark(b)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(path, formatWatermark(ms-back.Milliseconds()), 0o644); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -588,5 +590,49 @@ func TestRawRetentionWaitsForDownsampler(t *testing.T) {
 	// The first sample, at the base, is the end of the first interval.
 	if got := msTime(oldest(ts.tiers[1].db)); !got.Equal(tierBase) {
 		t.Errorf("1m tier starts at %s, want %s", got, tierBase)
+	}
+}
+
+// FuzzWatermark: any file content either parses to a timestamp that
+// formats back to the same value, or is a clear error; never a panic.
+func FuzzWatermark(f *testing.F) {
+	for _, s := range []string{"1772445600000\n", "", "-5", "abc", "9223372036854775808", " 42 \n\n", "-9223372036854775808"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ms, err := parseWatermark(b)
+		if err != nil {
+			if err.Error() == "" {
+				t.Fatal("empty error")
+			}
+			return
+		}
+		back, err := parseWatermark(formatWatermark(ms))
+		if err != nil || back != ms {
+			t.Fatalf("%d formats and parses back as %d, %v", ms, back, err)
+		}
+	})
+}
+
+func TestParseWatermark(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{"written by Casebook", "1772445600000\n", 1772445600000, false},
+		{"hand-edited spaces", "  60000 ", 60000, false},
+		{"empty", "", 0, true},
+		{"not a number", "2026-03-02T10:00:00Z", 0, true},
+		{"the unset sentinel", "-9223372036854775808", 0, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseWatermark([]byte(tc.in))
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Errorf("parseWatermark(%q) = %d, %v; want %d, error %v", tc.in, got, err, tc.want, tc.wantErr)
+			}
+		})
 	}
 }
