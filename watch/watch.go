@@ -307,6 +307,9 @@ func (w *Watcher) evaluate(ctx context.Context, sc metrics.Scope, st *scopeState
 			st.readErr = false
 		}
 		for _, s := range series {
+			if ctx.Err() != nil {
+				return fired, points // shutting down; a warm-up can take a while
+			}
 			for _, p := range s.Samples {
 				if p.T.Before(from) || !p.T.Before(to) {
 					continue
