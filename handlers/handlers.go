@@ -103,7 +103,7 @@ func New(d Deps) *Handlers {
 	dp := &d
 	return &Handlers{
 		Overview:  &Overview{dp},
-		Scopes:    &Scopes{dp},
+		Scopes:    &Scopes{d: dp},
 		Diagnoses: &Diagnoses{dp},
 		Faults:    &Faults{dp},
 		Health:    &Health{dp},

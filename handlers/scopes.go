@@ -16,7 +16,21 @@ import (
 )
 
 // Scopes serves the live view of one model or instance.
-type Scopes struct{ d *Deps }
+type Scopes struct {
+	d  *Deps
+	fc Forecaster
+}
+
+// Forecaster gives the forecast band of one scope's metric over a window,
+// sampled every step; ok is false when it has no model of the metric yet.
+// The serve-side detector (*watch.Watcher) implements it.
+type Forecaster interface {
+	Band(scope metrics.Scope, metric string, start, end time.Time, step time.Duration) (lower, upper []metrics.Sample, ok bool)
+}
+
+// SetForecaster makes the live charts draw the forecast band of each
+// chart's first metric that has one. Call it before serving.
+func (h *Scopes) SetForecaster(f Forecaster) { h.fc = f }
 
 // chartDef is one chart of a dimension panel: its metrics share a unit.
 type chartDef struct {
@@ -200,6 +214,7 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 			for _, id := range cd.ids {
 				spec.Series = append(spec.Series, views.ChartSeries{Metric: id, Samples: byID[id]})
 			}
+			spec.Band = h.band(scope, cd.ids, byID, w)
 			panel.Charts = append(panel.Charts, views.NewChart(spec))
 		}
 		vm.Status = views.Worse(vm.Status, panel.Status)
@@ -211,6 +226,22 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 	}
 	vm.Waterfall = BuildWaterfall(means)
 	return vm, nil
+}
+
+// band is the forecast band of the first of ids with data and a model.
+func (h *Scopes) band(scope metrics.Scope, ids []string, byID map[string][]metrics.Sample, w TimeWindow) *views.ChartBand {
+	if h.fc == nil {
+		return nil
+	}
+	for _, id := range ids {
+		if len(byID[id]) == 0 {
+			continue
+		}
+		if lo, hi, ok := h.fc.Band(scope, id, w.From, w.To, w.Step); ok && len(lo) > 0 {
+			return &views.ChartBand{Name: "Expected band of " + views.MetricLabel(id), Lower: lo, Upper: hi}
+		}
+	}
+	return nil
 }
 
 // mean of the finite sample values; NaN when there are none.

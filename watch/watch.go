@@ -434,6 +434,37 @@ func (w *Watcher) Model(scope metrics.Scope, metric string) *forecast.Model {
 	return st.det.Model(metric)
 }
 
+// maxBandPoints bounds the points of one Band.
+const maxBandPoints = 2000
+
+// Band samples the forecast band of one scope's metric from start to end
+// every step (coarser when that would be more than 2,000 points), from the
+// start of the model's history on; ok is false before the metric's first
+// fit. The band is the model's own, without the detector's local
+// correction and calibration of the last hours.
+func (w *Watcher) Band(scope metrics.Scope, metric string, start, end time.Time, step time.Duration) (lower, upper []metrics.Sample, ok bool) {
+	m := w.Model(scope, metric)
+	if m == nil || step <= 0 || !end.After(start) {
+		return nil, nil, false
+	}
+	if n := end.Sub(start) / step; n > maxBandPoints {
+		step = end.Sub(start) / maxBandPoints
+	}
+	from, _ := m.Span()
+	for t := start; t.Before(end); t = t.Add(step) {
+		if t.Before(from) {
+			continue
+		}
+		_, lo, hi := m.Predict(t)
+		if math.IsNaN(lo) || math.IsNaN(hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
+			continue
+		}
+		lower = append(lower, metrics.Sample{T: t, V: lo})
+		upper = append(upper, metrics.Sample{T: t, V: hi})
+	}
+	return lower, upper, len(lower) > 0
+}
+
 // forward posts the firing and just resolved alerts to the Alertmanager.
 func (w *Watcher) forward(ctx context.Context) {
 	w.mu.Lock()

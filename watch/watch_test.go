@@ -214,3 +214,41 @@ func FuzzParseDetail(f *testing.F) {
 		}
 	})
 }
+
+func TestWatcherBand(t *testing.T) {
+	src := &fakeSource{scopes: []metrics.Scope{testScope}, step: 1, stepped: map[string]bool{}}
+	var log syncBuffer
+	w, _, clk := newTestWatcher(t, src, []string{metrics.TTFT}, nil, &log)
+	from, to := clk.Now().Add(-time.Hour), clk.Now()
+	if _, _, ok := w.Band(testScope, metrics.TTFT, from, to, time.Minute); ok {
+		t.Fatal("a band before the first round")
+	}
+	w.Round(context.Background())
+	tests := []struct {
+		name   string
+		scope  metrics.Scope
+		metric string
+		step   time.Duration
+		want   int
+	}{
+		{"an hour by the minute", testScope, metrics.TTFT, time.Minute, 60},
+		{"capped points", testScope, metrics.TTFT, time.Millisecond, maxBandPoints},
+		{"unwatched metric", testScope, metrics.TPOT, time.Minute, 0},
+		{"unknown scope", metrics.Scope{Model: "x"}, metrics.TTFT, time.Minute, 0},
+		{"bad step", testScope, metrics.TTFT, 0, 0},
+	}
+	for _, tc := range tests {
+		lo, hi, ok := w.Band(tc.scope, tc.metric, from, to, tc.step)
+		if ok != (tc.want > 0) || len(lo) != tc.want || len(hi) != tc.want {
+			t.Errorf("%s: ok %v, %d/%d points, want %d", tc.name, ok, len(lo), len(hi), tc.want)
+			continue
+		}
+		for i := range lo {
+			v := src.value(testScope, metrics.TTFT, lo[i].T)
+			if !(lo[i].V < hi[i].V) || v < lo[i].V || v > hi[i].V {
+				t.Errorf("%s: at %s band %.3g..%.3g does not hold the normal value %.3g", tc.name, lo[i].T, lo[i].V, hi[i].V, v)
+				break
+			}
+		}
+	}
+}

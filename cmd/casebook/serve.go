@@ -229,6 +229,7 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 		if err != nil {
 			return err
 		}
+		srv.Handlers.Scopes.SetForecaster(w)
 		watchCtx, stopWatch := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { defer close(done); w.Run(watchCtx) }()
