@@ -131,6 +131,9 @@ func triggerText(inc store.Incident) string {
 		}
 		return "Alertmanager alert"
 	case store.TriggerDetector:
+		if left := bandsLeft(inc.TriggerDetail); left != "" {
+			return "Dynamic-threshold detector: " + left
+		}
 		if m := str("metric"); m != "" {
 			return "Dynamic-threshold detector on " + views.MetricLabel(m)
 		}
@@ -138,6 +141,41 @@ func triggerText(inc store.Incident) string {
 	default:
 		return "Diagnose now (manual)"
 	}
+}
+
+// bandsLeft says which forecast bands a detector incident's metrics left
+// and by how much, from the detector's trigger detail ({"metrics": [{
+// "metric", "value", "lower", "upper", "outside", "outside_se"}]}); "" when
+// the detail lists none.
+func bandsLeft(raw json.RawMessage) string {
+	var d struct {
+		Metrics []struct {
+			Metric    string  `json:"metric"`
+			Value     float64 `json:"value"`
+			Lower     float64 `json:"lower"`
+			Upper     float64 `json:"upper"`
+			Outside   float64 `json:"outside"`
+			OutsideSE float64 `json:"outside_se"`
+		} `json:"metrics"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &d) != nil {
+		return ""
+	}
+	var parts []string
+	for _, m := range d.Metrics {
+		if _, ok := metrics.Lookup(m.Metric); !ok {
+			continue
+		}
+		side := "above"
+		if m.Value < m.Lower {
+			side = "below"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s, %s its band %s..%s by %s (%.1f standard errors)",
+			views.MetricLabel(m.Metric), views.FormatValue(m.Metric, m.Value), side,
+			views.FormatValue(m.Metric, m.Lower), views.FormatValue(m.Metric, m.Upper),
+			views.FormatValue(m.Metric, m.Outside), m.OutsideSE))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func (h *Incidents) buildView(ctx context.Context, p store.Page, shares []store.ShareLink, readOnly bool) views.IncidentView {
