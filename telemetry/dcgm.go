@@ -128,7 +128,9 @@ func (t *Telemetry) startDCGM(ctx context.Context, api dcgmAPI) {
 			case <-ctx.Done():
 				return
 			case now := <-tick.C:
-				if err := c.collect(ctx, now); err != nil {
+				// Whole-second timestamps compress to under 2 bytes a
+				// sample; the ticker's jitter of a few ms doubles that.
+				if err := c.collect(ctx, now.Truncate(dcgmInterval)); err != nil {
 					t.status.fail(dcgmSourceName, err)
 				} else {
 					t.status.ok(dcgmSourceName)
