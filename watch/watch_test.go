@@ -252,3 +252,30 @@ func TestWatcherBand(t *testing.T) {
 		}
 	}
 }
+
+// TestWatcherReadsDuringRounds reads bands and firing alerts while rounds
+// run, as the console does; run it with -race.
+func TestWatcherReadsDuringRounds(t *testing.T) {
+	src := &fakeSource{scopes: []metrics.Scope{testScope}, step: 2, stepped: map[string]bool{metrics.TTFT: true}}
+	var log syncBuffer
+	w, _, clk := newTestWatcher(t, src, []string{metrics.TTFT}, nil, &log)
+	w.Round(context.Background())
+	src.set(func(f *fakeSource) { f.stepAt = clk.Now().Add(10 * time.Minute) })
+	done := make(chan struct{})
+	reads := 0
+	go func() {
+		defer close(done)
+		for i := 0; i < 200; i++ {
+			now := clk.Now()
+			if _, _, ok := w.Band(testScope, metrics.TTFT, now.Add(-time.Hour), now, time.Minute); ok {
+				reads++
+			}
+			_ = w.Firing()
+		}
+	}()
+	runMinutes(w, clk, 30)
+	<-done
+	if reads == 0 || len(w.Firing()) != 1 {
+		t.Errorf("%d band reads, %d firing; want reads and the stepped metric firing", reads, len(w.Firing()))
+	}
+}
