@@ -170,10 +170,14 @@ func bandsLeft(raw json.RawMessage) string {
 		if m.Value < m.Lower {
 			side = "below"
 		}
-		parts = append(parts, fmt.Sprintf("%s %s, %s its band %s..%s by %s (%.1f standard errors)",
+		part := fmt.Sprintf("%s %s, %s its band %s..%s by %s",
 			views.MetricLabel(m.Metric), views.FormatValue(m.Metric, m.Value), side,
 			views.FormatValue(m.Metric, m.Lower), views.FormatValue(m.Metric, m.Upper),
-			views.FormatValue(m.Metric, m.Outside), m.OutsideSE))
+			views.FormatValue(m.Metric, m.Outside))
+		if m.OutsideSE > 0 { // 0: the series had no spread to measure it by
+			part += fmt.Sprintf(" (%.1f standard errors)", m.OutsideSE)
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, "; ")
 }

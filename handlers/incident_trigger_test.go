@@ -25,6 +25,8 @@ func TestTriggerTextSaysWhichBandWasLeft(t *testing.T) {
 			views.MetricLabel(metrics.TTFT) + " " + views.FormatValue(metrics.TTFT, 900) + ", above its band",
 			"by " + views.FormatValue(metrics.TTFT, 400) + " (12.0 standard errors)",
 			views.MetricLabel(metrics.GenerationTPS), "below its band", "(7.5 standard errors)"}, nil},
+		{"no spread", store.TriggerDetector, `{"metrics":[{"metric":"sm_clock_mhz","value":1400,"lower":1940,"upper":2020,"outside":540,"outside_se":0}]}`,
+			[]string{"below its band"}, []string{"standard errors"}},
 		{"unknown metric skipped", store.TriggerDetector, `{"metrics":[{"metric":"<b>","value":1}]}`,
 			[]string{"Dynamic-threshold detector"}, []string{"<b>", "band"}},
 		{"older single-metric detail", store.TriggerDetector, `{"metric":"ttft_ms"}`,

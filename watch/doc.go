@@ -30,7 +30,9 @@
 // JoinWindow (default 5 min) of an incident's minute join that incident
 // instead of opening another: one anomaly often crosses the bands of its
 // metrics a minute or two apart. A metric that resolves and fires again
-// later opens a new incident.
+// later opens a new incident. A model's group joins the incident one of
+// its instances opened within JoinWindow: the model's means move because
+// the instance did.
 //
 // # Alertmanager
 //

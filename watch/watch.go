@@ -221,7 +221,16 @@ func (w *Watcher) Round(ctx context.Context) RoundStats {
 	}
 	w.missing(listed, now)
 	rs.Fired = len(fired)
-	for _, g := range forecast.GroupAlerts(fired) {
+	groups := forecast.GroupAlerts(fired)
+	// Instances before their model within a minute, so a model's group
+	// can join the incident of the instance that moved it.
+	sort.SliceStable(groups, func(i, j int) bool {
+		if !groups[i].Minute.Equal(groups[j].Minute) {
+			return groups[i].Minute.Before(groups[j].Minute)
+		}
+		return groups[i].Scope.Instance != "" && groups[j].Scope.Instance == ""
+	})
+	for _, g := range groups {
 		if w.openGroup(ctx, g) {
 			rs.Opened++
 		}
@@ -362,6 +371,16 @@ func (w *Watcher) openGroup(ctx context.Context, g forecast.Group) bool {
 	w.mu.Lock()
 	st := w.scopes[g.Scope]
 	ep := st.incident
+	if g.Scope.Instance == "" {
+		// A model's anomaly that one of its instances already opened an
+		// incident for is that incident.
+		for sc, ist := range w.scopes {
+			if sc.Model == g.Scope.Model && sc.Instance != "" && ist.incident != nil &&
+				(ep == nil || ist.incident.minute.After(ep.minute)) {
+				ep = ist.incident
+			}
+		}
+	}
 	w.mu.Unlock()
 	if ep != nil && g.Minute.Sub(ep.minute) <= w.opts.JoinWindow && !g.Minute.Before(ep.minute) {
 		w.log.Info("watch: metrics join the scope's open incident", "scope", g.Scope.String(), "incident", ep.id, "metrics", strings.Join(g.Metrics, ","))
@@ -500,6 +519,7 @@ type MetricDetail struct {
 	Direction metrics.Direction `json:"direction"`
 	// Outside is how far the value lies beyond the band, in the metric's
 	// unit, and OutsideSE the same in standard errors.
+	// OutsideSE is 0 when the series had no spread to measure it by.
 	Outside   float64   `json:"outside"`
 	OutsideSE float64   `json:"outside_se"`
 	Z         float64   `json:"z"` // distance from the forecast in standard errors, signed

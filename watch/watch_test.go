@@ -279,3 +279,30 @@ func TestWatcherReadsDuringRounds(t *testing.T) {
 		t.Errorf("%d band reads, %d firing; want reads and the stepped metric firing", reads, len(w.Firing()))
 	}
 }
+
+func TestWatcherFoldsAModelIntoItsInstancesIncident(t *testing.T) {
+	model := metrics.Scope{Model: testScope.Model}
+	other := metrics.Scope{Model: "qwen-7b", Instance: "qwen-7b-0"}
+	src := &fakeSource{scopes: []metrics.Scope{model, testScope, other}, step: 2, stepped: map[string]bool{metrics.TTFT: true}}
+	var log syncBuffer
+	w, op, clk := newTestWatcher(t, src, []string{metrics.TTFT}, nil, &log)
+	w.Round(context.Background())
+	runMinutes(w, clk, 30)
+	src.set(func(f *fakeSource) { f.stepAt = clk.Now().Add(time.Minute) })
+	runMinutes(w, clk, 20)
+	got := op.list()
+	// The stepped metric moves every scope: the model joins its instance's
+	// incident, the other model's instance opens its own.
+	if len(got) != 2 || got[0].scope.Instance == "" || got[1].scope.Instance == "" {
+		t.Fatalf("opened %+v, want one incident per instance and none for the model", got)
+	}
+	firing := w.Firing()
+	if len(firing) != 3 {
+		t.Fatalf("%d alerts firing, want 3 (model, instance, other instance)", len(firing))
+	}
+	for _, a := range firing {
+		if a.Alert.Scope == model && a.URL == "" {
+			t.Errorf("the model's alert links no incident")
+		}
+	}
+}
