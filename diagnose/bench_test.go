@@ -1,8 +1,10 @@
 package diagnose
 
 import (
+	"fmt"
 	"math/rand"
 	"runtime"
+	"sort"
 	"testing"
 	"time"
 
@@ -107,5 +109,29 @@ func BenchmarkSignature(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		NewSignature(s)
+	}
+}
+
+// BenchmarkDiagnoseWithCases measures a diagnosis that also matches
+// against a knowledge base of 10,000 cases.
+func BenchmarkDiagnoseWithCases(b *testing.B) {
+	kb := NewKnowledgeBase()
+	causes := make([]string, 0, len(faults))
+	for c := range faults {
+		causes = append(causes, c)
+	}
+	sort.Strings(causes)
+	for i := 0; i < 10_000; i++ {
+		c := causes[i%len(causes)]
+		if err := kb.Add(LabelledCase{ID: fmt.Sprint(i), Snapshot: synth(int64(i), faults[c]), Cause: c, Review: Confirmed}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	e := New(Options{Cases: kb})
+	snaps := []m.Snapshot{synth(1, faults[m.CauseKVCacheEviction]), synth(2, faults[m.CauseQueueBacklog]), synth(3, nil)}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		e.Diagnose(snaps[i%len(snaps)])
 	}
 }
