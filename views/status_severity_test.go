@@ -1,6 +1,8 @@
 package views
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/casebook/casebook/diagnose"
@@ -32,5 +34,21 @@ func TestSeverityStatus(t *testing.T) {
 	}
 	if StatusOfSeverityWord("info") != StatusInfo {
 		t.Error(`stored severity "info" is not shown as Info`)
+	}
+}
+
+func TestDiagnosisPanelShowsNotes(t *testing.T) {
+	d := diagnose.Diagnosis{RootCause: metrics.CauseQueueBacklog, Severity: diagnose.SeverityWarning,
+		Notes: []string{"Matching overturned the rules: 4 confirmed cases <b>agree</b>."}}
+	var b strings.Builder
+	if err := DiagnosisPanel(NewDiagnosisPanel(d)).Render(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, `data-testid="diagnosis-notes"`) || !strings.Contains(out, "Matching overturned the rules") {
+		t.Errorf("notes missing from the panel:\n%s", out)
+	}
+	if strings.Contains(out, "<b>agree</b>") {
+		t.Error("a note was rendered as HTML, not escaped")
 	}
 }

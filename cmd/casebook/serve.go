@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/diagnose/forecast"
 	"github.com/casebook/casebook/handlers"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/telemetry"
@@ -210,6 +211,13 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 		Logger:        log,
 		TraceMaxBytes: cfg.TraceMaxMB << 20,
 	})
+	// Every reviewed incident teaches the engine before the first
+	// diagnosis; a failure only delays that to the first diagnosis.
+	if n, err := inc.LoadCases(ctx); err != nil {
+		log.Warn("knowledge base: could not load reviewed incidents; retrying at the first diagnosis", "err", err)
+	} else {
+		log.Info("knowledge base loaded", "cases", n)
+	}
 	opts := web.Options{
 		Telemetry:      tel,
 		Diagnoser:      engine,
@@ -277,6 +285,10 @@ func newWatcher(cfg serveConfig, tel *telemetry.Telemetry, inc *handlers.Inciden
 		Consecutive: cfg.DetectConsecutive,
 		BaseURL:     cfg.BaseURL,
 		Logger:      log,
+		// Refitting every 6 h instead of every hour keeps the start-up
+		// replay of a week of history to 28 fits per series; the
+		// detector's local correction follows the hours in between.
+		Detector: forecast.DetectorOptions{Refit: 6 * time.Hour},
 	}
 	if cfg.AlertmanagerURL != "" {
 		am, err := watch.NewAlertmanager(watch.AlertmanagerOptions{URL: cfg.AlertmanagerURL, InstanceLabel: cfg.InstanceLabel, Logger: log})
