@@ -3,6 +3,7 @@ package diagnose
 import (
 	"math"
 
+	"github.com/casebook/casebook/internal/robust"
 	"github.com/casebook/casebook/metrics"
 )
 
@@ -148,63 +149,7 @@ func medianMAD(hist, buf []float64) (float64, float64) {
 }
 
 // median returns the median of b, reordering b.
-func median(b []float64) float64 {
-	n := len(b)
-	k := n / 2
-	hi := nth(b, k)
-	if n%2 == 1 {
-		return hi
-	}
-	lo := b[0]
-	for _, x := range b[1:k] {
-		if x > lo {
-			lo = x
-		}
-	}
-	return (lo + hi) / 2
-}
-
-// nth reorders b so that b[k] is its k-th smallest element and every
-// element before it is no larger (quickselect, median-of-three pivot).
-func nth(b []float64, k int) float64 {
-	lo, hi := 0, len(b)-1
-	for lo < hi {
-		mid := lo + (hi-lo)/2
-		if b[mid] < b[lo] {
-			b[mid], b[lo] = b[lo], b[mid]
-		}
-		if b[hi] < b[lo] {
-			b[hi], b[lo] = b[lo], b[hi]
-		}
-		if b[hi] < b[mid] {
-			b[hi], b[mid] = b[mid], b[hi]
-		}
-		pivot := b[mid]
-		i, j := lo, hi
-		for i <= j {
-			for b[i] < pivot {
-				i++
-			}
-			for b[j] > pivot {
-				j--
-			}
-			if i <= j {
-				b[i], b[j] = b[j], b[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return b[k]
-		}
-	}
-	return b[k]
-}
+func median(b []float64) float64 { return robust.MedianInPlace(b) }
 
 // deviation scores the current value x against st for a metric that goes
 // bad in direction bad.

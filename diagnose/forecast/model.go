@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/casebook/casebook/internal/robust"
 	"github.com/casebook/casebook/metrics"
 )
 
@@ -612,67 +613,7 @@ func median(v []float64) float64 {
 }
 
 // medianInPlace returns the median of v, reordering v; 0 for no values.
-func medianInPlace(v []float64) float64 {
-	n := len(v)
-	if n == 0 {
-		return 0
-	}
-	k := n / 2
-	hi := quickselect(v, k)
-	if n%2 == 1 {
-		return hi
-	}
-	lo := v[0]
-	for _, x := range v[:k] {
-		if x > lo {
-			lo = x
-		}
-	}
-	return (lo + hi) / 2
-}
-
-// quickselect places the k-th smallest value at v[k] with smaller values
-// before it, and returns it.
-func quickselect(v []float64, k int) float64 {
-	lo, hi := 0, len(v)-1
-	for lo < hi {
-		// Median of three as pivot.
-		mid := lo + (hi-lo)/2
-		if v[mid] < v[lo] {
-			v[mid], v[lo] = v[lo], v[mid]
-		}
-		if v[hi] < v[lo] {
-			v[hi], v[lo] = v[lo], v[hi]
-		}
-		if v[hi] < v[mid] {
-			v[hi], v[mid] = v[mid], v[hi]
-		}
-		pivot := v[mid]
-		i, j := lo, hi
-		for i <= j {
-			for v[i] < pivot {
-				i++
-			}
-			for v[j] > pivot {
-				j--
-			}
-			if i <= j {
-				v[i], v[j] = v[j], v[i]
-				i++
-				j--
-			}
-		}
-		switch {
-		case k <= j:
-			hi = j
-		case k >= i:
-			lo = i
-		default:
-			return v[k]
-		}
-	}
-	return v[k]
-}
+func medianInPlace(v []float64) float64 { return robust.MedianInPlace(v) }
 
 // tailScale is the normal-equivalent standard deviation read from the 95th
 // percentile of absolute deviations from center (divided by 1.96). For
@@ -689,7 +630,7 @@ func tailScale(v []float64, center float64) float64 {
 	for i, x := range v {
 		d[i] = math.Abs(x - center)
 	}
-	if q := quickselect(d, int(0.95*float64(len(d)-1))); q > 0 {
+	if q := robust.Select(d, int(0.95*float64(len(d)-1))); q > 0 {
 		return q / 1.96
 	}
 	return robustScale(v, center)
