@@ -343,7 +343,8 @@ func (h *Incidents) Rediagnose(c echo.Context) error {
 		return archiveError(err, "id")
 	}
 	h.ensureCases(ctx)
-	rec, err := diagnosisRecord(h.d.Diagnoser.Diagnose(inc.Snapshot), h.d.Now().UTC())
+	d := diagnose.FoldKernelEvidence(h.d.Diagnoser.Diagnose(inc.Snapshot), h.kernelEvidence(ctx, id))
+	rec, err := diagnosisRecord(d, h.d.Now().UTC())
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/traces"
 	"github.com/casebook/casebook/views"
@@ -95,8 +96,12 @@ func (h *Incidents) UploadTrace(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := h.receiveTrace(c, id); err != nil {
+	tr, _, err := h.receiveTrace(c, id)
+	if err != nil {
 		return err
+	}
+	if tr.Role == store.TraceIncident {
+		h.rediagnoseWithTrace(c.Request().Context(), id)
 	}
 	return redirect(c, views.IncidentPath(id)+"#traces")
 }
@@ -129,6 +134,9 @@ func (h *Incidents) APIUploadTrace(c echo.Context) error {
 	ev := traces.Evidences(sum, base)
 	if ev == nil {
 		ev = []traces.Evidence{}
+	}
+	if tr.Role == store.TraceIncident {
+		h.rediagnoseWithTrace(c.Request().Context(), id)
 	}
 	return c.JSON(http.StatusCreated, TraceReply{Trace: tr, Evidence: ev})
 }
@@ -390,6 +398,54 @@ func cleanTraceName(name string) string {
 
 // latestBaseline returns the summary of the incident's latest baseline
 // trace, or nil.
+// kernelEvidence is the latest incident trace's evidence, against the
+// latest baseline trace, in the engine's terms; nil without a trace.
+func (h *Incidents) kernelEvidence(ctx context.Context, id int64) []diagnose.KernelEvidence {
+	ta, err := h.traceArchive()
+	if err != nil {
+		return nil
+	}
+	ts, err := ta.Traces(ctx, id)
+	if err != nil {
+		h.d.Logger.WarnContext(ctx, "traces: list", "incident", id, "err", err)
+		return nil
+	}
+	for i := len(ts) - 1; i >= 0; i-- {
+		if ts[i].Role != store.TraceIncident {
+			continue
+		}
+		var cur traces.Summary
+		if json.Unmarshal(ts[i].Summary, &cur) != nil {
+			continue
+		}
+		var out []diagnose.KernelEvidence
+		for _, e := range traces.Evidences(cur, h.latestBaseline(ctx, id)) {
+			out = append(out, diagnose.KernelEvidence{Cause: e.Cause, Key: e.Key, Value: e.Value, Baseline: e.Baseline, Text: e.Text})
+		}
+		return out
+	}
+	return nil
+}
+
+// rediagnoseWithTrace appends a diagnosis that folds in a newly attached
+// incident trace, so kernel evidence reaches the diagnosis, not just the page.
+func (h *Incidents) rediagnoseWithTrace(ctx context.Context, id int64) {
+	inc, err := h.d.Archive.Incident(ctx, id)
+	if err != nil {
+		h.d.Logger.WarnContext(ctx, "traces: re-diagnose", "incident", id, "err", err)
+		return
+	}
+	h.ensureCases(ctx)
+	d := diagnose.FoldKernelEvidence(h.d.Diagnoser.Diagnose(inc.Snapshot), h.kernelEvidence(ctx, id))
+	rec, err := diagnosisRecord(d, h.d.Now().UTC())
+	if err == nil {
+		_, err = h.d.Archive.AddDiagnosis(ctx, id, rec)
+	}
+	if err != nil {
+		h.d.Logger.WarnContext(ctx, "traces: re-diagnose", "incident", id, "err", err)
+	}
+}
+
 func (h *Incidents) latestBaseline(ctx context.Context, id int64) *traces.Summary {
 	ta, err := h.traceArchive()
 	if err != nil {

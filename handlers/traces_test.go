@@ -559,3 +559,56 @@ func TestTraceCompareHeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestTraceFeedsDiagnosis checks that attaching an incident trace appends a
+// diagnosis that carries the trace's kernel evidence, and that a baseline
+// trace alone does not re-diagnose.
+func TestTraceFeedsDiagnosis(t *testing.T) {
+	f := newTraceFixture(t, 0)
+	id := f.openViaAlert(t, "00000000000000t9", "TPOT up")
+	ctx := context.Background()
+	before, err := f.st.Diagnoses(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gz := readFixture(t, "llama8b_tp2.pt.trace.json.gz")
+	b, h := multipartBody(t, "healthy.pt.trace.json.gz", gz, "role", "baseline")
+	if r := f.do(t, http.MethodPost, fmt.Sprintf("/api/v1/incidents/%d/traces", id), b, h); r.status != http.StatusCreated {
+		t.Fatalf("baseline upload: %d %.300s", r.status, r.body)
+	}
+	if ds, _ := f.st.Diagnoses(ctx, id); len(ds) != len(before) {
+		t.Fatalf("a baseline trace re-diagnosed the incident: %d diagnoses, had %d", len(ds), len(before))
+	}
+	// A step in which the GPU sits idle most of the time between kernels:
+	// the signature of host overhead.
+	var events []string
+	for i := 0; i < 20; i++ {
+		events = append(events, fmt.Sprintf(`{"ph":"X","cat":"kernel","name":"sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n","pid":0,"tid":7,"ts":%d,"dur":100,"args":{"stream":7}}`, i*1000))
+	}
+	starved := `{"schemaVersion":1,"traceEvents":[` + strings.Join(events, ",") + `]}`
+	r := f.do(t, http.MethodPost, fmt.Sprintf("/api/v1/incidents/%d/traces?name=slow.json", id),
+		strings.NewReader(starved), map[string]string{"Content-Type": "application/octet-stream"})
+	if r.status != http.StatusCreated {
+		t.Fatalf("incident upload: %d %.300s", r.status, r.body)
+	}
+	var reply handlers.TraceReply
+	if err := json.Unmarshal([]byte(r.body), &reply); err != nil {
+		t.Fatal(err)
+	}
+	if len(reply.Evidence) == 0 {
+		t.Fatal("the fixture trace gave no kernel evidence to fold in")
+	}
+	after, err := f.st.Diagnoses(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) != len(before)+1 {
+		t.Fatalf("%d diagnoses after the trace, want %d", len(after), len(before)+1)
+	}
+	latest := string(after[0].Body) // newest first
+	for _, e := range reply.Evidence {
+		if !strings.Contains(latest, `"kernel:`+e.Key+`"`) {
+			t.Errorf("the new diagnosis lacks kernel evidence %q: %.500s", e.Key, latest)
+		}
+	}
+}
