@@ -377,7 +377,7 @@ const pageChecks = `(function () {
 	document.querySelectorAll("button").forEach(function (el) {
 		if (!(el.textContent || "").trim() && !el.getAttribute("aria-label")) out.push("button without a name: " + describe(el));
 	});
-	var icon = /[\u25CF\u25B2\u25A0\u25CB]/, word = /\b(OK|Warning|Critical|No data)\b/;
+	var icon = /[\u25CF\u25C6\u25B2\u25A0\u25CB]/, word = /\b(OK|Info|Warning|Critical|No data)\b/;
 	document.querySelectorAll('[data-testid="status"]').forEach(function (el) {
 		var txt = el.textContent || "";
 		if (!icon.test(txt) || !word.test(txt)) out.push("status badge without icon and word: " + describe(el));
