@@ -333,11 +333,20 @@ func (h *Incidents) Note(c echo.Context) error {
 // Rediagnose diagnoses the archived snapshot again with the current engine;
 // the earlier diagnoses stay.
 func (h *Incidents) Rediagnose(c echo.Context) error {
-	ctx := c.Request().Context()
 	id, err := incidentID(c)
 	if err != nil {
 		return err
 	}
+	if err := h.rediagnose(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return redirect(c, views.IncidentPath(id))
+}
+
+// rediagnose diagnoses an archived incident's snapshot with the current
+// engine, its knowledge base and the incident's kernel evidence, and
+// appends the result beside the earlier diagnoses.
+func (h *Incidents) rediagnose(ctx context.Context, id int64) error {
 	inc, err := h.d.Archive.Incident(ctx, id)
 	if err != nil {
 		return archiveError(err, "id")
@@ -351,7 +360,7 @@ func (h *Incidents) Rediagnose(c echo.Context) error {
 	if _, err := h.d.Archive.AddDiagnosis(ctx, id, rec); err != nil {
 		return archiveError(err, "id")
 	}
-	return redirect(c, views.IncidentPath(id))
+	return nil
 }
 
 // Share ttl choices.

@@ -396,57 +396,38 @@ func cleanTraceName(name string) string {
 	return name
 }
 
-// latestBaseline returns the summary of the incident's latest baseline
-// trace, or nil.
 // kernelEvidence is the latest incident trace's evidence, against the
 // latest baseline trace, in the engine's terms; nil without a trace.
 func (h *Incidents) kernelEvidence(ctx context.Context, id int64) []diagnose.KernelEvidence {
-	ta, err := h.traceArchive()
-	if err != nil {
+	ts := h.listTraces(ctx, id)
+	cur := latestSummary(ts, store.TraceIncident)
+	if cur == nil {
 		return nil
 	}
-	ts, err := ta.Traces(ctx, id)
-	if err != nil {
-		h.d.Logger.WarnContext(ctx, "traces: list", "incident", id, "err", err)
-		return nil
+	var out []diagnose.KernelEvidence
+	for _, e := range traces.Evidences(*cur, latestSummary(ts, store.TraceBaseline)) {
+		out = append(out, diagnose.KernelEvidence{Cause: e.Cause, Key: e.Key, Value: e.Value, Baseline: e.Baseline, Text: e.Text})
 	}
-	for i := len(ts) - 1; i >= 0; i-- {
-		if ts[i].Role != store.TraceIncident {
-			continue
-		}
-		var cur traces.Summary
-		if json.Unmarshal(ts[i].Summary, &cur) != nil {
-			continue
-		}
-		var out []diagnose.KernelEvidence
-		for _, e := range traces.Evidences(cur, h.latestBaseline(ctx, id)) {
-			out = append(out, diagnose.KernelEvidence{Cause: e.Cause, Key: e.Key, Value: e.Value, Baseline: e.Baseline, Text: e.Text})
-		}
-		return out
-	}
-	return nil
+	return out
 }
 
 // rediagnoseWithTrace appends a diagnosis that folds in a newly attached
 // incident trace, so kernel evidence reaches the diagnosis, not just the page.
 func (h *Incidents) rediagnoseWithTrace(ctx context.Context, id int64) {
-	inc, err := h.d.Archive.Incident(ctx, id)
-	if err != nil {
-		h.d.Logger.WarnContext(ctx, "traces: re-diagnose", "incident", id, "err", err)
-		return
-	}
-	h.ensureCases(ctx)
-	d := diagnose.FoldKernelEvidence(h.d.Diagnoser.Diagnose(inc.Snapshot), h.kernelEvidence(ctx, id))
-	rec, err := diagnosisRecord(d, h.d.Now().UTC())
-	if err == nil {
-		_, err = h.d.Archive.AddDiagnosis(ctx, id, rec)
-	}
-	if err != nil {
+	if err := h.rediagnose(ctx, id); err != nil {
 		h.d.Logger.WarnContext(ctx, "traces: re-diagnose", "incident", id, "err", err)
 	}
 }
 
+// latestBaseline returns the summary of the incident's latest baseline
+// trace, or nil.
 func (h *Incidents) latestBaseline(ctx context.Context, id int64) *traces.Summary {
+	return latestSummary(h.listTraces(ctx, id), store.TraceBaseline)
+}
+
+// listTraces returns the incident's traces, or nil when the archive keeps
+// none or cannot list them (logged).
+func (h *Incidents) listTraces(ctx context.Context, id int64) []store.Trace {
 	ta, err := h.traceArchive()
 	if err != nil {
 		return nil
@@ -456,8 +437,14 @@ func (h *Incidents) latestBaseline(ctx context.Context, id int64) *traces.Summar
 		h.d.Logger.WarnContext(ctx, "traces: list", "incident", id, "err", err)
 		return nil
 	}
+	return ts
+}
+
+// latestSummary returns the summary of the newest readable trace with the
+// given role, or nil.
+func latestSummary(ts []store.Trace, role store.TraceRole) *traces.Summary {
 	for i := len(ts) - 1; i >= 0; i-- {
-		if ts[i].Role != store.TraceBaseline {
+		if ts[i].Role != role {
 			continue
 		}
 		var s traces.Summary
