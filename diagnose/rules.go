@@ -174,7 +174,9 @@ func scoreQueueBacklog(r *reader) float64 {
 }
 
 // scoreUnderutilized: requests flow but the batch shrank and the SMs went
-// idle against their baseline. The reference team's absolute rule (SM
+// idle against their baseline. How much traffic still flows does not
+// matter: a router that sends most of it elsewhere leaves the GPUs as idle
+// as a batch cap does, and both waste the compute the same way. The reference team's absolute rule (SM
 // activity < 60% at > 10 req/s) only supports the finding: a GPU that was
 // always that idle is a capacity-planning question, not an incident.
 func scoreUnderutilized(r *reader) float64 {
@@ -186,16 +188,16 @@ func scoreUnderutilized(r *reader) float64 {
 	if !ok || thr <= 0 {
 		return 0
 	}
-	smDown := r.bothDown(m.SMUtil)
+	// Idle against the baseline: a 3-sigma drop, or SM activity down to a
+	// fraction of a baseline large enough for the fraction to mean
+	// something (2% -> 1% is noise, 30% -> 3% is an idle GPU).
+	base, _ := r.mean(m.SMUtil)
+	smDown := maxOf(r.bothDown(m.SMUtil), ramp(1-r.rel(m.SMUtil), 0.5, 0.9)*ramp(base, 0.05, 0.2))
 	small := r.batchSmall()
 	// Requests waiting while the batch shrank: the scheduler is capped
 	// below what the GPU could take.
 	capped := small * maxOf(r.up(m.QueueDepth), r.up(m.QueueTime))
 	if smDown == 0 && capped == 0 {
-		return 0
-	}
-	flowing := ramp(r.rel(m.ThroughputRPS), 0.3, 0.7)
-	if flowing == 0 {
 		return 0
 	}
 	seed := 0.0
@@ -205,11 +207,15 @@ func scoreUnderutilized(r *reader) float64 {
 	// Small batches make each step cheaper, not slower: rising TPOT with a
 	// batch that did not shrink is the host-overhead signature instead.
 	calm := 1 - r.up(m.TPOT)
+	// A batch held small by a full KV cache is memory, not idle compute:
+	// the scheduler cannot admit more, so that is the eviction signature.
+	full, _ := r.kvPressure()
 	r.note(m.SMUtil, remarkIdle)
 	r.noteIf(small, m.RunningSeqs, remarkSmallBatch)
 	r.note(m.ThroughputRPS, "")
 	r.noteIf(capped, m.QueueDepth, remarkCapped)
-	return (0.4*maxOf(smDown, capped) + 0.3*small + 0.1*flowing + 0.1*calm + 0.1*seed) * (1 - 0.5*(1-calm)*(1-small))
+	score := 0.4*maxOf(smDown, capped) + 0.3*small + 0.1 + 0.1*calm + 0.1*seed
+	return score * (1 - 0.5*(1-calm)*(1-small)) * (1 - full)
 }
 
 // scoreSpecDecode: most draft tokens rejected, so every step pays for a
@@ -244,11 +250,20 @@ func scoreMemoryBandwidth(r *reader) float64 {
 		dram = maxOf(r.up(m.DRAMActive), 0.5*knee(d, 0.9)*ramp(r.z(m.DRAMActive), 0, 2))
 	}
 	clk := r.down(m.MemClock)
-	bw := maxOf(dram, clk)
+	tpotUp := maxOf(ramp(r.z(m.TPOT), 1, 5), ramp(r.z(m.DecodeTime), 1, 5))
+	inferred := 0.0
+	if !r.has(m.DRAMActive) && r.has(m.SMUtil) {
+		// Without the profiling fields, a decode step that got slower on
+		// GPUs that stayed at least as busy points at memory, decode's
+		// bottleneck: host stalls would idle the SMs, and throttling
+		// (discounted below) would drop the SM clock. Weaker than a
+		// measured DRAM activity, so it never reaches full strength.
+		inferred = 0.6 * tpotUp * ramp(r.z(m.SMUtil), -1, 1)
+	}
+	bw := maxOf(dram, clk, inferred)
 	if bw == 0 {
 		return 0
 	}
-	tpotUp := maxOf(ramp(r.z(m.TPOT), 1, 5), ramp(r.z(m.DecodeTime), 1, 5))
 	notThrottled := 1 - 0.6*r.down(m.SMClock)
 	byLoad := maxOf(r.bothUp(m.RunningSeqs), r.up(m.ThroughputRPS), r.up(m.MeanPromptTokens))
 	r.noteIf(dram, m.DRAMActive, remarkBandwidth)

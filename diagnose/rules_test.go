@@ -39,6 +39,17 @@ func TestRuleFindings(t *testing.T) {
 		{"errors fire on error rate", synth(11, faults[m.CauseEngineErrors]), m.CauseEngineErrors, true, []string{m.ErrorRate}},
 		{"host fires on starved GPU", synth(12, faults[m.CauseHostOverhead]), m.CauseHostOverhead, true, []string{m.SMUtil, m.RunningSeqs}},
 		{"host silent on small batches", synth(12, faults[m.CauseGPUUnderutilized]), m.CauseHostOverhead, false, nil},
+		{"underutilised fires when traffic is routed away", synth(13, m.Values{
+			m.ThroughputRPS: 1.2, m.ArrivalRPS: 1.2, m.RunningSeqs: 3, m.SMUtil: 0.08, m.TensorActive: 0.04,
+			m.DRAMActive: 0.07, m.TPOT: 15, m.GenerationTPS: 156, m.PromptTPS: 1200,
+		}), m.CauseGPUUnderutilized, true, []string{m.SMUtil, m.ThroughputRPS}},
+		{"underutilised silent when a full KV cache holds the batch small", synth(14, m.Values{
+			m.RunningSeqs: 8, m.SMUtil: 0.35, m.KVCacheUsage: 0.99, m.PreemptionRate: 3, m.QueueDepth: 12, m.QueueTime: 200,
+		}), m.CauseGPUUnderutilized, false, nil},
+		{"bandwidth fires without DRAM activity on a busy GPU", synthWithout(15, faults[m.CauseMemoryBandwidthBound], m.DRAMActive),
+			m.CauseMemoryBandwidthBound, true, []string{m.TPOT}},
+		{"bandwidth silent without DRAM activity when the SMs idle", synthWithout(16, m.Values{m.TPOT: 28, m.DecodeTime: 3640, m.SMUtil: 0.4}, m.DRAMActive),
+			m.CauseMemoryBandwidthBound, false, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

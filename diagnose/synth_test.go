@@ -69,6 +69,20 @@ func synth(seed int64, fault m.Values) m.Snapshot {
 	return s
 }
 
+// synthWithout is synth with the given metrics missing everywhere, as
+// when an exporter does not serve them (DCGM's profiling fields are off
+// by default in many deployments).
+func synthWithout(seed int64, fault m.Values, missing ...string) m.Snapshot {
+	s := synth(seed, fault)
+	for _, id := range missing {
+		delete(s.Current, id)
+		for _, p := range s.History {
+			delete(p.Values, id)
+		}
+	}
+	return s
+}
+
 // faults are hand-made signatures of every root cause, written from how
 // each fault propagates in a vLLM service, not from any simulator.
 var faults = map[string]m.Values{
