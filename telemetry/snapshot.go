@@ -144,10 +144,18 @@ func (t *Telemetry) Range(ctx context.Context, scope metrics.Scope, ids []string
 		return nil, fmt.Errorf("telemetry: range %s: %w", scope, err)
 	}
 	start := r.Start.UTC()
+	cached := r.Step >= cacheMinStep
+	if cached {
+		start = alignedStart(start, r.Step)
+		if !r.End.After(start) {
+			start = start.Add(-r.Step)
+		}
+	}
 	// The range is half-open; the last evaluation is the last step before End.
 	n := (r.End.Sub(start) - time.Nanosecond) / r.Step
 	end := start.Add(n * r.Step)
 	win := t.res.rangeWindow(start, r.Step)
+	now := time.Now()
 
 	out := make([]metrics.Series, len(ids))
 	errs := make([]error, len(ids))
@@ -163,12 +171,28 @@ func (t *Telemetry) Range(ctx context.Context, scope metrics.Scope, ids []string
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			rs, err := t.querier.Range(ctx, m.Query(sel, win), start, end, r.Step)
+			q := m.Query(sel, win)
+			eval := func(ctx context.Context, from, to time.Time) ([]metrics.Sample, error) {
+				rs, err := t.querier.Range(ctx, q, from, to, r.Step)
+				if err != nil {
+					return nil, err
+				}
+				return cleanSamples(m, firstSeries(rs)), nil
+			}
+			var ss []metrics.Sample
+			var err error
+			if cached {
+				ss, err = t.ranges.get(ctx, q, start, end, r.Step, now, eval)
+			} else {
+				ss, err = eval(ctx, start, end)
+			}
 			if err != nil {
 				errs[i] = err
 				return
 			}
-			out[i].Samples = cleanSamples(m, firstSeries(rs))
+			if ss != nil {
+				out[i].Samples = ss
+			}
 		}()
 	}
 	wg.Wait()

@@ -54,6 +54,7 @@ type Telemetry struct {
 	querier Querier
 	status  *statusBoard
 	res     resolutions
+	ranges  *rangeCache // settled points of long chart ranges
 
 	db      *tsdb.DB // the raw tier; nil in remote mode
 	tiers   *tierSet // nil in remote mode
@@ -89,7 +90,7 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 	if opts.ScrapeInterval < 0 {
 		return nil, fmt.Errorf("telemetry: scrape interval %s is negative", opts.ScrapeInterval)
 	}
-	t := &Telemetry{opts: opts, log: opts.Logger, status: newStatusBoard(opts.Logger)}
+	t := &Telemetry{opts: opts, log: opts.Logger, status: newStatusBoard(opts.Logger), ranges: newRangeCache()}
 	bg, cancel := context.WithCancel(context.Background())
 	t.cancel = cancel
 

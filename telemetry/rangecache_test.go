@@ -1,0 +1,123 @@
+package telemetry
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/metrics"
+)
+
+// fakeRange evaluates a query whose value at an instant is its unix minute
+// plus a revision, and records every range it was asked for. Raising the
+// revision models data that arrived late: points evaluated afresh change,
+// cached ones must be old enough not to.
+type fakeRange struct {
+	step  time.Duration
+	rev   float64
+	calls [][2]time.Time
+	gapAt time.Time // an instant with no value
+}
+
+func (f *fakeRange) eval(_ context.Context, from, to time.Time) ([]metrics.Sample, error) {
+	f.calls = append(f.calls, [2]time.Time{from, to})
+	var out []metrics.Sample
+	for t := from; !t.After(to); t = t.Add(f.step) {
+		if t.Equal(f.gapAt) {
+			continue
+		}
+		out = append(out, metrics.Sample{T: t, V: float64(t.Unix()/60) + f.rev})
+	}
+	return out, nil
+}
+
+func TestRangeCacheEvaluatesOnlyNewSteps(t *testing.T) {
+	step := 30 * time.Minute
+	now := time.Date(2026, 11, 30, 12, 7, 0, 0, time.UTC)
+	f := &fakeRange{step: step, gapAt: now.Add(-48 * time.Hour).Truncate(step)}
+	c := newRangeCache()
+	ctx := context.Background()
+
+	window := func(now time.Time) (time.Time, time.Time) {
+		start := alignedStart(now.Add(-7*24*time.Hour), step)
+		n := (now.Sub(start) - time.Nanosecond) / step
+		return start, start.Add(n * step)
+	}
+	start, end := window(now)
+	first, err := c.get(ctx, "q", start, end, step, now, f.eval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := (&fakeRange{step: step, gapAt: f.gapAt}).eval(ctx, start, end)
+	if !slices.Equal(first, want) {
+		t.Fatalf("first answer differs from a direct evaluation: %d vs %d points", len(first), len(want))
+	}
+
+	// An hour later, with late data changing every point evaluated afresh.
+	now = now.Add(time.Hour)
+	f.rev = 0.5
+	start, end = window(now)
+	second, err := c.get(ctx, "q", start, end, step, now, f.eval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.calls) != 2 {
+		t.Fatalf("calls = %v, want one full and one incremental", f.calls)
+	}
+	inc := f.calls[1]
+	if span := inc[1].Sub(inc[0]); span > 3*step {
+		t.Errorf("incremental evaluation spans %s, want only the newest steps", span)
+	}
+	settled := now.Add(-time.Hour).Add(-max(cacheSettle, step)).Truncate(step)
+	for _, s := range second {
+		if s.T.Before(start) || s.T.After(end) {
+			t.Errorf("sample at %s outside [%s, %s]", s.T, start, end)
+		}
+		fresh := s.T.After(settled)
+		if got := s.V - float64(s.T.Unix()/60); fresh != (got == 0.5) {
+			t.Errorf("sample at %s: revision %.1f, want the fresh revision only after %s", s.T, got, settled)
+		}
+	}
+	if len(second) != len(want) {
+		t.Errorf("second answer has %d points, want %d (one gap kept)", len(second), len(want))
+	}
+	if !slices.IsSortedFunc(second, func(a, b metrics.Sample) int { return a.T.Compare(b.T) }) {
+		t.Error("samples are not in time order")
+	}
+}
+
+func TestRangeCacheKeysOnQueryAndStep(t *testing.T) {
+	step := 10 * time.Minute
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	start := alignedStart(now.Add(-48*time.Hour), step)
+	end := now.Add(-step)
+	c := newRangeCache()
+	f := &fakeRange{step: step}
+	for _, q := range []string{"a", "b", "a"} {
+		if _, err := c.get(context.Background(), q, start, end, step, now, f.eval); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(f.calls) != 2 {
+		t.Fatalf("calls = %d, want 2 (the second \"a\" is answered from the cache)", len(f.calls))
+	}
+	// A start before the cached run cannot use it.
+	if _, err := c.get(context.Background(), "a", start.Add(-step), end, step, now, f.eval); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.calls) != 3 {
+		t.Fatalf("calls = %d, want a full evaluation for an earlier start", len(f.calls))
+	}
+}
+
+func TestAlignedStart(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 7, 0, 0, time.UTC)
+	if got := alignedStart(at, 30*time.Minute); !got.Equal(time.Date(2026, 11, 30, 12, 30, 0, 0, time.UTC)) {
+		t.Errorf("alignedStart = %s", got)
+	}
+	on := time.Date(2026, 11, 30, 12, 30, 0, 0, time.UTC)
+	if got := alignedStart(on, 30*time.Minute); !got.Equal(on) {
+		t.Errorf("alignedStart of an aligned instant = %s", got)
+	}
+}
