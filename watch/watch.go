@@ -470,6 +470,9 @@ func (w *Watcher) Band(scope metrics.Scope, metric string, start, end time.Time,
 		step = end.Sub(start) / maxBandPoints
 	}
 	from, _ := m.Span()
+	// The band is drawn inside the metric's valid range: a rate or a
+	// latency cannot go below zero, whatever the residual spread says.
+	valid, _ := metrics.Lookup(metric)
 	for t := start; t.Before(end); t = t.Add(step) {
 		if t.Before(from) {
 			continue
@@ -478,10 +481,21 @@ func (w *Watcher) Band(scope metrics.Scope, metric string, start, end time.Time,
 		if math.IsNaN(lo) || math.IsNaN(hi) || math.IsInf(lo, 0) || math.IsInf(hi, 0) {
 			continue
 		}
+		lo, hi = clampBand(valid, lo, hi)
 		lower = append(lower, metrics.Sample{T: t, V: lo})
 		upper = append(upper, metrics.Sample{T: t, V: hi})
 	}
 	return lower, upper, len(lower) > 0
+}
+
+// clampBand keeps a band inside the metric's valid values (Max 0 means
+// unbounded above).
+func clampBand(m metrics.Metric, lo, hi float64) (float64, float64) {
+	lo, hi = max(lo, m.Min), max(hi, m.Min)
+	if m.Max > m.Min {
+		lo, hi = min(lo, m.Max), min(hi, m.Max)
+	}
+	return lo, hi
 }
 
 // forward posts the firing and just resolved alerts to the Alertmanager.

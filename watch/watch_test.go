@@ -306,3 +306,25 @@ func TestWatcherFoldsAModelIntoItsInstancesIncident(t *testing.T) {
 		}
 	}
 }
+
+func TestClampBand(t *testing.T) {
+	rps, _ := metrics.Lookup(metrics.ArrivalRPS)
+	ratio, _ := metrics.Lookup(metrics.KVCacheUsage)
+	tests := []struct {
+		name           string
+		m              metrics.Metric
+		lo, hi         float64
+		wantLo, wantHi float64
+	}{
+		{"a rate cannot go below zero", rps, -12, 30, 0, 30},
+		{"an unbounded rate keeps its top", rps, 5, 1e6, 5, 1e6},
+		{"a ratio stays in 0..1", ratio, -0.2, 1.3, 0, 1},
+		{"a band inside the range is untouched", ratio, 0.2, 0.4, 0.2, 0.4},
+	}
+	for _, tc := range tests {
+		lo, hi := clampBand(tc.m, tc.lo, tc.hi)
+		if lo != tc.wantLo || hi != tc.wantHi {
+			t.Errorf("%s: clampBand(%g, %g) = %g, %g; want %g, %g", tc.name, tc.lo, tc.hi, lo, hi, tc.wantLo, tc.wantHi)
+		}
+	}
+}
