@@ -9,6 +9,11 @@
 //	scope:<id>:avg1m  the catalog expression over a 1-minute window, every minute
 //	scope:<id>:min1m, scope:<id>:max1m   minimum and maximum inside the minute (gauges)
 //	scope:<id>:avg1h, scope:<id>:min1h, scope:<id>:max1h   hourly aggregates of the 1m tier
+//	model:<id>:avg1m, model:<id>:avg1h   engine metrics over a whole model (by model_name)
+//
+// In remote mode Casebook reads these series for chart ranges longer than
+// a day (1m records up to 30 days, 1h records beyond), through ReadQuery,
+// and falls back to the raw expressions when a Prometheus has no records.
 //
 // Alerting rules are fixed-threshold fallbacks, one per catalog metric, with
 // labels that carry the scope (model_name, pod) and the catalog id

@@ -84,6 +84,44 @@ func RecordName(id, agg, tier string) string {
 	return "scope:" + id + ":" + agg + tier
 }
 
+// ModelRecordName is the series name of a catalog metric aggregated over a
+// whole model in a tier, e.g. "model:ttft_ms:avg1m". Only engine metrics
+// have one: GPU series carry no model name, so a model's GPU values are
+// aggregated at read time from its instances' scope:* series.
+func ModelRecordName(id, agg, tier string) string {
+	return "model:" + id + ":" + agg + tier
+}
+
+// gpuAggregation returns the aggregation operator of a GPU metric's
+// expression (avg, min, max or sum): the operator that combines the
+// per-instance records of a model exactly as the expression combines GPUs.
+func gpuAggregation(m metrics.Metric) string {
+	op, _, _ := strings.Cut(strings.TrimSpace(m.PromQL), " ")
+	switch op {
+	case "avg", "min", "max", "sum":
+		return op
+	}
+	return "avg"
+}
+
+// ReadQuery is the PromQL that reads a catalog metric of one scope back
+// from the recorded tier ("1m" or "1h"), averaged over each step: the
+// long-range counterpart of m.Query. sel is the scope's selectors, model
+// says whether the scope is a whole model, and step must be at least the
+// tier's resolution.
+func ReadQuery(m metrics.Metric, sel metrics.Selectors, model bool, tier string, step time.Duration) string {
+	win := metrics.FormatDuration(step)
+	if m.Source == metrics.SourceGPU {
+		inner := "avg_over_time(" + RecordName(m.ID, "avg", tier) + "{" + sel.GPU + "}[" + win + "])"
+		return gpuAggregation(m) + " (" + inner + ")"
+	}
+	name := RecordName(m.ID, "avg", tier)
+	if model {
+		name = ModelRecordName(m.ID, "avg", tier)
+	}
+	return "avg (avg_over_time(" + name + "{" + sel.Engine + "}[" + win + "]))"
+}
+
 func by(o Options) []string {
 	return []string{"model_name", o.InstanceLabel}
 }
@@ -115,6 +153,13 @@ func Recording(opts Options) File {
 			Rule{Record: RecordName(m.ID, "min", "1h"), Expr: "min_over_time(" + lo + "[1h])"},
 			Rule{Record: RecordName(m.ID, "max", "1h"), Expr: "max_over_time(" + hi + "[1h])"},
 		)
+		if m.Source != metrics.SourceGPU {
+			// Whole-model series: a model's mean latency is its total
+			// time over its total requests, not a mean of instance means.
+			mavg := ModelRecordName(m.ID, "avg", "1m")
+			minute.Rules = append(minute.Rules, Rule{Record: mavg, Expr: m.QueryBy(metrics.Selectors{}, o.Window, []string{"model_name"})})
+			hour.Rules = append(hour.Rules, Rule{Record: ModelRecordName(m.ID, "avg", "1h"), Expr: "avg_over_time(" + mavg + "[1h])"})
+		}
 	}
 	return File{Groups: []Group{minute, hour}}
 }

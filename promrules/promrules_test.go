@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/common/model"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -71,5 +72,64 @@ func TestAlertRulesCarryScope(t *testing.T) {
 	}
 	if _, err := promrules.Alerts(promrules.Options{Thresholds: map[string]float64{"nope": 1}}); err == nil {
 		t.Error("unknown metric in thresholds accepted")
+	}
+}
+
+// TestReadQueriesReadRecordedSeries checks the reader side of the naming
+// convention: every long-range query parses and selects only series that
+// the recording rules produce, with the scope's matchers.
+func TestReadQueriesReadRecordedSeries(t *testing.T) {
+	groups := parse(t, promrules.Recording(promrules.Options{}))
+	records := map[string]bool{}
+	for _, g := range groups.Groups {
+		for _, r := range g.Rules {
+			records[r.Record] = true
+		}
+	}
+	scopes := []struct {
+		name  string
+		sel   metrics.Selectors
+		model bool
+	}{
+		{"model", metrics.Selectors{Engine: `model_name="llama"`, GPU: `pod=~"a|b"`}, true},
+		{"instance", metrics.Selectors{Engine: `model_name="llama",pod="a"`, GPU: `pod="a"`}, false},
+	}
+	p := parser.NewParser(parser.Options{})
+	for _, sc := range scopes {
+		for _, tier := range []string{"1m", "1h"} {
+			for _, m := range metrics.Catalog {
+				q := promrules.ReadQuery(m, sc.sel, sc.model, tier, 2*time.Hour)
+				expr, err := p.ParseExpr(q)
+				if err != nil {
+					t.Fatalf("%s %s %s: %q does not parse: %v", sc.name, tier, m.ID, q, err)
+				}
+				for _, vs := range parser.ExtractSelectors(expr) {
+					var name string
+					for _, l := range vs {
+						if l.Name == model.MetricNameLabel {
+							name = l.Value
+						}
+					}
+					if !records[name] {
+						t.Errorf("%s %s %s: %q reads %q, which no rule records", sc.name, tier, m.ID, q, name)
+					}
+					if !strings.HasSuffix(name, ":avg"+tier) {
+						t.Errorf("%s %s %s: reads %q, not the %s tier", sc.name, tier, m.ID, name, tier)
+					}
+				}
+				want := sc.sel.Engine
+				if m.Source == metrics.SourceGPU {
+					want = sc.sel.GPU
+				}
+				if !strings.Contains(q, "{"+want+"}") {
+					t.Errorf("%s %s %s: %q lacks the scope's matchers %s", sc.name, tier, m.ID, q, want)
+				}
+			}
+		}
+	}
+	// GPU clocks combine instances with min, as their expression does.
+	clk, _ := metrics.Lookup(metrics.SMClock)
+	if q := promrules.ReadQuery(clk, scopes[0].sel, true, "1m", time.Hour); !strings.HasPrefix(q, "min (") {
+		t.Errorf("SM clock of a model reads %q, want the minimum over instances", q)
 	}
 }

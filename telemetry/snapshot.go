@@ -156,6 +156,10 @@ func (t *Telemetry) Range(ctx context.Context, scope metrics.Scope, ids []string
 	end := start.Add(n * r.Step)
 	win := t.res.rangeWindow(start, r.Step)
 	now := time.Now()
+	tier := ""
+	if t.opts.PrometheusURL != "" {
+		tier = recordedTier(end.Sub(start), r.Step)
+	}
 
 	out := make([]metrics.Series, len(ids))
 	errs := make([]error, len(ids))
@@ -173,6 +177,11 @@ func (t *Telemetry) Range(ctx context.Context, scope metrics.Scope, ids []string
 			defer func() { <-sem }()
 			q := m.Query(sel, win)
 			eval := func(ctx context.Context, from, to time.Time) ([]metrics.Sample, error) {
+				if tier != "" {
+					if ss, ok := t.rangeRecorded(ctx, m, sel, scope.Instance == "", tier, from, to, r.Step); ok {
+						return ss, nil
+					}
+				}
 				rs, err := t.querier.Range(ctx, q, from, to, r.Step)
 				if err != nil {
 					return nil, err

@@ -55,6 +55,8 @@ type Telemetry struct {
 	status  *statusBoard
 	res     resolutions
 	ranges  *rangeCache // settled points of long chart ranges
+	// noRecords notes the recorded tiers a remote Prometheus lacks.
+	noRecords recordAbsence
 
 	db      *tsdb.DB // the raw tier; nil in remote mode
 	tiers   *tierSet // nil in remote mode

@@ -43,6 +43,10 @@ type serveConfig struct {
 	LogLevel       string
 	TraceMaxMB     int64
 
+	RetentionRaw    time.Duration
+	RetentionMinute time.Duration
+	RetentionHour   time.Duration
+
 	Detect            string // "auto", "on" or "off"
 	DetectInterval    time.Duration
 	DetectConsecutive int
@@ -64,6 +68,9 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	fs.BoolVar(&c.InsecureNoAuth, "insecure-no-auth", false, "allow listening on a non-loopback address without authentication")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Int64Var(&c.TraceMaxMB, "trace-max-mb", 512, "largest kernel-trace upload, in MiB")
+	fs.DurationVar(&c.RetentionRaw, "retention-raw", telemetry.DefaultRawRetention, "how long the embedded store keeps per-scrape samples")
+	fs.DurationVar(&c.RetentionMinute, "retention-1m", telemetry.DefaultMinuteRetention, "how long the embedded store keeps 1-minute aggregates")
+	fs.DurationVar(&c.RetentionHour, "retention-1h", telemetry.DefaultHourRetention, "how long the embedded store keeps 1-hour aggregates")
 	fs.StringVar(&c.Detect, "detect", "auto", `dynamic-threshold detector: "on", "off" or "auto" (on)`)
 	fs.DurationVar(&c.DetectInterval, "detect-interval", time.Minute, "how often the detector evaluates the latest minute of every metric")
 	fs.IntVar(&c.DetectConsecutive, "detect-consecutive", 3, "points in a row outside the forecast band that raise an alert")
@@ -79,6 +86,10 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	}
 	if c.TraceMaxMB <= 0 {
 		return c, fmt.Errorf("%w: --trace-max-mb must be positive, got %d", errUsage, c.TraceMaxMB)
+	}
+	if c.RetentionRaw < time.Hour || c.RetentionMinute < c.RetentionRaw || c.RetentionHour < c.RetentionMinute {
+		return c, fmt.Errorf("%w: retentions must grow from tier to tier, raw at least 1h: got --retention-raw %s, --retention-1m %s, --retention-1h %s",
+			errUsage, c.RetentionRaw, c.RetentionMinute, c.RetentionHour)
 	}
 	switch c.Detect {
 	case "auto", "on", "off", "true", "false":
@@ -188,7 +199,11 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 		ScrapeInterval: cfg.ScrapeInterval,
 		InstanceLabel:  cfg.InstanceLabel,
 		DCGM:           cfg.DCGM,
-		Logger:         log,
+
+		RawRetention:    cfg.RetentionRaw,
+		MinuteRetention: cfg.RetentionMinute,
+		HourRetention:   cfg.RetentionHour,
+		Logger:          log,
 	})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
