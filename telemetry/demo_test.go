@@ -16,7 +16,7 @@ import (
 )
 
 // openDemo opens demo mode with a short back-fill.
-func openDemo(t *testing.T, backfill time.Duration) (*Telemetry, *logCounter) {
+func openDemo(t testing.TB, backfill time.Duration) (*Telemetry, *logCounter) {
 	t.Helper()
 	logs := &logCounter{}
 	tel, err := open(context.Background(), Options{DataDir: t.TempDir(), Demo: true, Logger: slog.New(logs)}, backfill)

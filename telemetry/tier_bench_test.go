@@ -22,6 +22,7 @@ import (
 // Run with:
 //
 //	go test -tags sqlite_fts5 -run '^$' -bench 'IngestDCGM|Chart' -benchtime 1x ./telemetry/
+//	go test -tags sqlite_fts5 -run '^$' -bench DemoDisk30Days -benchtime 1x -timeout 30m ./telemetry/
 
 // dcgmFieldsPerGPU and dcgmGPUs size the ingest benchmark: DCGM's ~1,200
 // fields a second on each of 64 GPUs.
@@ -242,6 +243,7 @@ func benchChart(b *testing.B, span, step time.Duration) {
 	r := metrics.Range{Start: end.Add(-span), End: end, Step: step}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
+		tel.ranges = newRangeCache() // measure the tier read, not the chart cache
 		series, err := tel.Range(ctx, scope, []string{metrics.TTFT}, r)
 		if err != nil {
 			b.Fatal(err)
@@ -254,4 +256,40 @@ func benchChart(b *testing.B, span, step time.Duration) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/chart")
+}
+
+// BenchmarkDemoDisk30Days back-fills 30 days of the demo cluster (at the
+// back-fill's one-minute resolution), lets the downsampler catch up, and
+// compacts every tier, then reports the bytes on disk per tier (blocks and
+// WAL, as a user's du would see them). The raw tier holds the last day;
+// live scraping at 5 s adds about twelve times its samples at the
+// bytes/sample IngestDCGM64 reports.
+func BenchmarkDemoDisk30Days(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		tel, _ := openDemo(b, 30*24*time.Hour)
+		now := time.Now()
+		deadline := now.Add(10 * time.Minute)
+		for tel.tiers.ds.watermark(2) < now.Add(-2*time.Hour).UnixMilli() ||
+			tel.tiers.ds.watermark(1) < now.Add(-2*time.Minute).UnixMilli() {
+			if time.Now().After(deadline) {
+				b.Fatal("the downsampler did not catch up in 10 minutes")
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		for _, t := range tel.tiers.tiers {
+			if err := t.db.Compact(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+		}
+		st, err := tel.Storage()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, t := range st.Tiers {
+			b.ReportMetric(float64(t.DiskBytes)/(1<<20), "MiB_"+t.Name)
+			b.ReportMetric(float64(t.Series), "series_"+t.Name)
+			b.Logf("%s tier: %.1f MiB, %d series, %s .. %s", t.Name, float64(t.DiskBytes)/(1<<20), t.Series,
+				t.Oldest.Format(time.RFC3339), t.Newest.Format(time.RFC3339))
+		}
+	}
 }

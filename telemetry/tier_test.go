@@ -62,18 +62,7 @@ func (r *rawSource) appendRange(tb testing.TB, db storage.Appendable, from, to i
 				tb.Fatal(err)
 			}
 		}
-		switch i {
-		case 2*3600 + 17*60 + 31, 3*3600 + 40*60 + 1: // resets
-			r.counter = 0
-			r.hist = [4]float64{}
-		}
-		r.counter += float64(i % 5)
-		obs := float64(i % 4)
-		for k := range r.hist {
-			// Cumulative buckets: a quarter of the observations are under
-			// 0.1, half under 0.5, three quarters under 1.
-			r.hist[k] += obs * float64(k+1) / 4
-		}
+		r.advance(i)
 		if _, err := app.Append(0, counterLabels, ts, r.counter); err != nil {
 			tb.Fatal(err)
 		}
@@ -91,6 +80,22 @@ func (r *rawSource) appendRange(tb testing.TB, db storage.Appendable, from, to i
 	}
 	if err := app.Commit(); err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// advance moves the counter and the histogram to second i.
+func (r *rawSource) advance(i int) {
+	switch i {
+	case 2*3600 + 17*60 + 31, 3*3600 + 40*60 + 1: // resets
+		r.counter = 0
+		r.hist = [4]float64{}
+	}
+	r.counter += float64(i % 5)
+	obs := float64(i % 4)
+	for k := range r.hist {
+		// Cumulative buckets: a quarter of the observations are under
+		// 0.1, half under 0.5, three quarters under 1.
+		r.hist[k] += obs * float64(k+1) / 4
 	}
 }
 
