@@ -111,7 +111,7 @@ const dcgmSourceName = "DCGM"
 // startDCGM initialises DCGM and starts sampling. Failure is not fatal: the
 // console runs on without GPU data and Status says why.
 func (t *Telemetry) startDCGM(ctx context.Context, api dcgmAPI) {
-	c, err := newDCGMCollector(api, t.opts.DCGM, t.db)
+	c, err := newDCGMCollector(api, t.opts.DCGM, t.app)
 	if err != nil {
 		t.status.fail(dcgmSourceName, err)
 		return

@@ -69,7 +69,7 @@ func (t *Telemetry) startDemo(ctx, bg context.Context, backfill time.Duration) e
 		if err != nil {
 			return err
 		}
-		loops = append(loops, newScrapeLoop(st, client, t.db, t.status))
+		loops = append(loops, newScrapeLoop(st, client, t.app, t.status))
 	}
 	fams, err := readFamilies(ctx, client, loops)
 	if err != nil {

@@ -280,7 +280,7 @@ func (d *downsampler) step(ctx context.Context, level int) (bool, error) {
 		return false, nil
 	}
 	to := min(limit, wm+downsampleChunk[level].Milliseconds())
-	n, written, err := aggregate(ctx, src.db, dst.db, level, wm, to)
+	n, written, err := aggregate(ctx, src.db, d.ts.appendable(level), level, wm, to)
 	if err != nil {
 		return false, fmt.Errorf("telemetry: downsample %s tier (%s, %s]: %w", dst.name,
 			msTime(wm).Format(time.RFC3339), msTime(to).Format(time.RFC3339), err)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/prometheus/storage"
 	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/casebook/casebook/metrics"
@@ -58,7 +59,10 @@ type Telemetry struct {
 	// noRecords notes the recorded tiers a remote Prometheus lacks.
 	noRecords recordAbsence
 
-	db      *tsdb.DB // the raw tier; nil in remote mode
+	db *tsdb.DB // the raw tier; nil in remote mode
+	// app is what scrapers and the DCGM collector write the raw tier
+	// through (commits refused while the disk is full).
+	app     storage.Appendable
 	tiers   *tierSet // nil in remote mode
 	cluster *sim.Cluster
 	dcgm    *dcgmCollector
@@ -165,6 +169,7 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 	}
 	t.tiers = tiers
 	t.db = tiers.raw()
+	t.app = tiers.appendable(0)
 	t.querier = newTieredQuerier(tiers, opts.Logger)
 	t.res.tiers = tiers
 
@@ -178,7 +183,7 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 	}
 	client := &http.Client{}
 	for _, st := range targets {
-		t.startLoop(bg, newScrapeLoop(st, client, t.db, t.status))
+		t.startLoop(bg, newScrapeLoop(st, client, t.app, t.status))
 	}
 	t.startDownsampler(bg)
 	if opts.DCGM != "" {

@@ -52,7 +52,10 @@ type TierOptions struct {
 	// for its last samples before aggregating it (default 30 s, at least
 	// two scrape intervals).
 	Lateness time.Duration
-	Logger   *slog.Logger
+	// DiskReserve is the free space writes leave on the file system
+	// (0 means DefaultDiskReserve; negative turns the check off).
+	DiskReserve int64
+	Logger      *slog.Logger
 }
 
 func (o TierOptions) withDefaults() TierOptions {
@@ -70,6 +73,9 @@ func (o TierOptions) withDefaults() TierOptions {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.DiskReserve == 0 {
+		o.DiskReserve = DefaultDiskReserve
 	}
 	return o
 }
@@ -96,6 +102,7 @@ type tierSet struct {
 	// appliedRaw is the retention the raw tier runs with (see
 	// rawRetention); only the downsampler's goroutine changes it.
 	appliedRaw time.Duration
+	guard      *diskGuard // nil when the reserve check is off
 }
 
 // tierDirs returns the directories of the three tiers under base: base
@@ -110,6 +117,9 @@ func tierDirs(base string) [3]string {
 func openTiers(base string, opts TierOptions) (*tierSet, error) {
 	opts = opts.withDefaults()
 	ts := &tierSet{opts: opts, now: time.Now}
+	if opts.DiskReserve > 0 {
+		ts.guard = &diskGuard{path: filepath.Dir(base), reserve: uint64(opts.DiskReserve)}
+	}
 	rets := [3]time.Duration{opts.RawRetention, opts.MinuteRetention, opts.HourRetention}
 	for i, dir := range tierDirs(base) {
 		ts.tiers[i] = &tier{level: i, name: tierNames[i], dir: dir, retention: rets[i]}
@@ -190,6 +200,12 @@ func openTierDB(dir string, withWAL bool, res, retention time.Duration, log *slo
 }
 
 func (ts *tierSet) raw() *tsdb.DB { return ts.tiers[0].db }
+
+// appendable is what writers of a tier append through: commits are
+// refused while the disk is full.
+func (ts *tierSet) appendable(level int) storage.Appendable {
+	return guardedAppendable{Appendable: ts.tiers[level].db, guard: ts.guard}
+}
 
 func (ts *tierSet) close() error {
 	var errs []error

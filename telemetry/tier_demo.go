@@ -48,7 +48,7 @@ func (t *Telemetry) backfillTarget(to time.Time) (app storage.Appendable, done f
 	m1 := t.tiers.tiers[1].db
 	// As for the raw tier, compaction waits until the back-fill is in.
 	m1.DisableCompactions()
-	s := &splitAppendable{raw: t.tiers.raw(), tier: m1, cut: cut}
+	s := &splitAppendable{raw: t.tiers.appendable(0), tier: t.tiers.appendable(1), cut: cut}
 	return s, func() error {
 		m1.EnableCompactions()
 		if t.tiers.ds.watermark(1) >= cut {

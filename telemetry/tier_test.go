@@ -53,34 +53,44 @@ type rawSource struct {
 
 func (r *rawSource) appendRange(tb testing.TB, db storage.Appendable, from, to int) {
 	tb.Helper()
+	if err := r.tryAppendRange(db, from, to); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// tryAppendRange is appendRange returning the first append or commit
+// error. The source has advanced past what failed: a caller that retries
+// replays a fresh source up to the retry point with advance.
+func (r *rawSource) tryAppendRange(db storage.Appendable, from, to int) error {
 	app := db.Appender(context.Background())
 	for i := from; i < to; i++ {
 		ts := tierBase.Add(time.Duration(i) * time.Second).UnixMilli()
 		if i%13 != 0 && i%61 != 5 {
 			v := 50 + 30*math.Sin(float64(i)/97) + float64(i%7)
 			if _, err := app.Append(0, gaugeLabels, ts, v); err != nil {
-				tb.Fatal(err)
+				_ = app.Rollback()
+				return err
 			}
 		}
 		r.advance(i)
 		if _, err := app.Append(0, counterLabels, ts, r.counter); err != nil {
-			tb.Fatal(err)
+			_ = app.Rollback()
+			return err
 		}
 		for k, le := range histBounds {
 			if _, err := app.Append(0, histLabels(le), ts, r.hist[k]); err != nil {
-				tb.Fatal(err)
+				_ = app.Rollback()
+				return err
 			}
 		}
 		if (i+1)%3600 == 0 {
 			if err := app.Commit(); err != nil {
-				tb.Fatal(err)
+				return err
 			}
 			app = db.Appender(context.Background())
 		}
 	}
-	if err := app.Commit(); err != nil {
-		tb.Fatal(err)
-	}
+	return app.Commit()
 }
 
 // advance moves the counter and the histogram to second i.
