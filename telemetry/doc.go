@@ -96,6 +96,15 @@
 // retention waits for the downsampler: raw data is dropped only once it is
 // aggregated (a raw TSDB from before the tiers is aggregated first).
 //
+// Faults: every write commits only while the data directory's file system
+// has DiskReserve free (256 MiB by default), so a full disk is a clear
+// ErrDiskFull and a gap, never a torn write-ahead log; a wall clock that
+// jumps back stamps samples older than the stored ones, which are refused
+// as out of order until the clock catches up; a process killed at any
+// moment, mid-compaction included, reopens with every acknowledged sample
+// and tiers that equal an uninterrupted run (TestTierFullDisk,
+// TestTierClockJumps, TestTierCrashMidWrite).
+//
 // A series keeps its name and labels in every tier, so the catalog's
 // PromQL reads any tier unchanged:
 //
