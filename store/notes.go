@@ -40,8 +40,13 @@ func (s *Store) AddNote(ctx context.Context, n NewNote) (Note, error) {
 	if n.At.IsZero() {
 		n.At = time.Now()
 	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return Note{}, fmt.Errorf("store: note on incident %d: begin: %w", n.IncidentID, err)
+	}
+	defer tx.Rollback()
 	var id int64
-	err := s.w.QueryRowContext(ctx, `
+	err = tx.QueryRowContext(ctx, `
 		INSERT INTO notes (incident_id, author, created_at, body) VALUES (?, ?, ?, ?) RETURNING id`,
 		n.IncidentID, n.Author, nanos(n.At), n.Body).Scan(&id)
 	if isForeignKey(err) {
@@ -49,6 +54,13 @@ func (s *Store) AddNote(ctx context.Context, n NewNote) (Note, error) {
 	}
 	if err != nil {
 		return Note{}, fmt.Errorf("store: note on incident %d: %w", n.IncidentID, err)
+	}
+	after := map[string]any{"id": id, "author": n.Author, "body": n.Body}
+	if err := audit(ctx, tx, n.At, "note.create", fmt.Sprintf("incident %d", n.IncidentID), nil, after); err != nil {
+		return Note{}, fmt.Errorf("store: note on incident %d: %w", n.IncidentID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Note{}, fmt.Errorf("store: note on incident %d: commit: %w", n.IncidentID, err)
 	}
 	return Note{ID: id, IncidentID: n.IncidentID, Author: n.Author, At: n.At.UTC(), Body: n.Body}, nil
 }
