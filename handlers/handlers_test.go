@@ -52,6 +52,9 @@ var sharedTel = sync.OnceValue(func() *handlerstest.Telemetry {
 	return handlerstest.NewTelemetry(handlerstest.Options{Incident: incident, Span: 2 * 24 * time.Hour})
 })
 
+// testCSRF is the form token the fixture's requests carry.
+const testCSRF = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 type response struct {
 	status int
 	header http.Header
@@ -63,6 +66,12 @@ func (f *fixture) do(t testing.TB, method, path string, body io.Reader, hdr map[
 	req, err := http.NewRequest(method, f.srv.URL+path, body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if method != http.MethodGet && method != http.MethodHead {
+		// A browser posts the form token its page carried, beside the
+		// cookie it came with.
+		req.AddCookie(&http.Cookie{Name: handlers.CSRFCookie, Value: testCSRF})
+		req.Header.Set("X-CSRF-Token", testCSRF)
 	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)
