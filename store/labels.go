@@ -88,6 +88,11 @@ func (s *Store) AddLabel(ctx context.Context, l NewLabel) (Label, error) {
 	if len(l.Note) > MaxNoteBytes || !utf8.ValidString(l.Note) {
 		return Label{}, fmt.Errorf("store: label incident %d: %w: note is longer than %d bytes or not UTF-8", l.IncidentID, ErrInvalid, MaxNoteBytes)
 	}
+	for _, f := range []string{l.By, l.Note, l.NewCause, l.TrueCause} {
+		if strings.ContainsRune(f, 0) {
+			return Label{}, fmt.Errorf("store: label incident %d: %w: a field contains a NUL character", l.IncidentID, ErrInvalid)
+		}
+	}
 	if l.At.IsZero() {
 		l.At = time.Now()
 	}

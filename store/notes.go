@@ -34,6 +34,8 @@ func (s *Store) AddNote(ctx context.Context, n NewNote) (Note, error) {
 		return Note{}, fmt.Errorf("store: note on incident %d: %w: the note is %d bytes, the limit is %d", n.IncidentID, ErrInvalid, len(n.Body), MaxNoteBytes)
 	case !utf8.ValidString(n.Body):
 		return Note{}, fmt.Errorf("store: note on incident %d: %w: the note is not valid UTF-8", n.IncidentID, ErrInvalid)
+	case strings.ContainsRune(n.Body, 0) || strings.ContainsRune(n.Author, 0):
+		return Note{}, fmt.Errorf("store: note on incident %d: %w: the note or author contains a NUL character", n.IncidentID, ErrInvalid)
 	case strings.TrimSpace(n.Author) == "" || len(n.Author) > MaxNameBytes:
 		return Note{}, fmt.Errorf("store: note on incident %d: %w: author is empty or too long", n.IncidentID, ErrInvalid)
 	}

@@ -37,7 +37,7 @@ func hashToken(token string) []byte {
 // CreateShare makes a link to an incident that expires at expiresAt. The
 // token is 128 random bits, hex-encoded.
 func (s *Store) CreateShare(ctx context.Context, incidentID int64, by string, now, expiresAt time.Time) (ShareLink, error) {
-	if strings.TrimSpace(by) == "" || len(by) > MaxNameBytes {
+	if strings.TrimSpace(by) == "" || len(by) > MaxNameBytes || strings.ContainsRune(by, 0) {
 		return ShareLink{}, fmt.Errorf("store: share incident %d: %w: creator name is empty or too long", incidentID, ErrInvalid)
 	}
 	if !expiresAt.After(now) {
