@@ -102,7 +102,7 @@ func New(opts Options) *Server {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	e.HTTPErrorHandler = errorHandler(opts.Logger, h)
+	e.HTTPErrorHandler = errorHandler(opts.Logger, h, opts.BodyLimit)
 	e.IPExtractor = ipExtractor(opts.Auth.Proxy)
 	if opts.Auth.Mode == "" {
 		opts.Auth.Mode = AuthNone

@@ -98,3 +98,17 @@ func TestPagesAreCompressedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyLimitNamesTheLimit checks that a body over the console-wide
+// limit is a 413 that says what the limit is.
+func TestBodyLimitNamesTheLimit(t *testing.T) {
+	tel := handlerstest.NewTelemetry(handlerstest.Options{Span: time.Hour})
+	srv := web.New(web.Options{Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{}, BodyLimit: "1K"})
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/diagnose", strings.NewReader(strings.Repeat("x", 4096)))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), "limit of 1KB") {
+		t.Errorf("status %d body %s", rec.Code, rec.Body.String())
+	}
+}
