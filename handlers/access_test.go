@@ -214,8 +214,13 @@ func TestRoleMatrix(t *testing.T) {
 			case !allowed && c.p.Authenticated() && res.status != http.StatusForbidden:
 				t.Errorf("%s %s as %s: status %d, want 403", r.Method, path, c.name, res.status)
 			}
-			if r.Name == handlers.RouteShareShow && c.name == "share holder" && res.status != http.StatusOK {
-				t.Errorf("share holder opening the link: %d", res.status)
+			if r.Name == handlers.RouteShareShow && c.name == "share holder" {
+				if res.status != http.StatusOK {
+					t.Errorf("share holder opening the link: %d", res.status)
+				}
+				if sc := res.header.Values("Set-Cookie"); len(sc) > 0 {
+					t.Errorf("the share page sets cookies %v", sc)
+				}
 			}
 		}
 	}

@@ -57,7 +57,7 @@ type AuthOptions struct {
 // route policies and checks form tokens.
 type authenticator struct {
 	opts   AuthOptions
-	routes map[string]Policy
+	routes map[string]route
 	now    func() time.Time
 }
 
@@ -74,8 +74,9 @@ func (a *authenticator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Response().Header().Set("WWW-Authenticate", `Bearer realm="casebook"`)
 			return err
 		}
+		rt, ok := a.routes[req.Method+" "+c.Path()]
 		csrf := sess.CSRF
-		if p.Kind != auth.KindToken && csrf == "" {
+		if p.Kind != auth.KindToken && csrf == "" && !cookieless[rt.name] {
 			csrf = a.csrfCookie(c)
 		}
 		ctx = auth.WithPrincipal(ctx, p)
@@ -87,10 +88,10 @@ func (a *authenticator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		})
 		c.SetRequest(req.WithContext(ctx))
 
-		pol, ok := a.routes[req.Method+" "+c.Path()]
 		if !ok {
 			return next(c) // no such route: 404 or 405
 		}
+		pol := rt.pol
 		if !pol.Allows(p) {
 			return a.deny(c, p)
 		}

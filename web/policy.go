@@ -128,10 +128,22 @@ func (pol Policy) Allows(p auth.Principal) bool {
 	return false
 }
 
-// routeTable maps "METHOD path" of every registered route to its policy;
-// it fails when a route has no policy.
-func routeTable(e *echo.Echo) (map[string]Policy, error) {
-	out := map[string]Policy{}
+// route is a registered route's name and policy.
+type route struct {
+	name string
+	pol  Policy
+}
+
+// cookieless are the routes that never set a cookie: they render no form
+// (a share link's page must not track its reader).
+var cookieless = map[string]bool{
+	handlers.RouteShareShow: true, RouteStatic: true, RouteHealthz: true, RouteReadyz: true, RouteMetrics: true,
+}
+
+// routeTable maps "METHOD path" of every registered route to its name
+// and policy; it fails when a route has no policy.
+func routeTable(e *echo.Echo) (map[string]route, error) {
+	out := map[string]route{}
 	var missing []string
 	for _, r := range e.Routes() {
 		if r.Method == echo.RouteNotFound {
@@ -142,7 +154,7 @@ func routeTable(e *echo.Echo) (map[string]Policy, error) {
 			missing = append(missing, r.Method+" "+r.Path+" ("+r.Name+")")
 			continue
 		}
-		out[r.Method+" "+r.Path] = pol
+		out[r.Method+" "+r.Path] = route{name: r.Name, pol: pol}
 	}
 	if len(missing) > 0 {
 		sort.Strings(missing)
