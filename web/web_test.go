@@ -112,3 +112,18 @@ func TestBodyLimitNamesTheLimit(t *testing.T) {
 		t.Errorf("status %d body %s", rec.Code, rec.Body.String())
 	}
 }
+
+// TestInsecureBanner checks that a console exposed without authentication
+// says so on every page, and one on loopback does not.
+func TestInsecureBanner(t *testing.T) {
+	tel := handlerstest.NewTelemetry(handlerstest.Options{Span: time.Hour})
+	for _, insecure := range []bool{false, true} {
+		srv := web.New(web.Options{Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{}, Now: func() time.Time { return tel.End },
+			Auth: web.AuthOptions{Insecure: insecure}})
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		if got := strings.Contains(rec.Body.String(), `data-testid="insecure-banner"`); got != insecure {
+			t.Errorf("insecure=%v: banner shown %v (status %d)", insecure, got, rec.Code)
+		}
+	}
+}
