@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,6 +122,33 @@ func TestCheckListen(t *testing.T) {
 	} {
 		if err := checkListen(tc.addr, tc.authed, tc.insec); (err != nil) != tc.wantErr {
 			t.Errorf("checkListen(%q, auth=%v, insecure=%v) = %v", tc.addr, tc.authed, tc.insec, err)
+		}
+	}
+}
+
+func TestParseServeAuthFlags(t *testing.T) {
+	noEnv := func(string) string { return "" }
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{}, true},
+		{[]string{"--listen", "0.0.0.0:8080"}, false},
+		{[]string{"--listen", "0.0.0.0:8080", "--auth", "accounts"}, true},
+		{[]string{"--listen", "0.0.0.0:8080", "--auth", "proxy"}, false},
+		{[]string{"--listen", "0.0.0.0:8080", "--auth", "proxy", "--trusted-proxies", "10.0.0.0/8"}, true},
+		{[]string{"--auth", "proxy", "--trusted-proxies", "10.0.0.0/33"}, false},
+		{[]string{"--auth", "ldap"}, false},
+		{[]string{"--proxy-role", "root"}, false},
+		{[]string{"--session-ttl", "1s"}, false},
+		{[]string{"--listen", "0.0.0.0:8080", "--insecure-no-auth"}, true},
+	} {
+		_, err := parseServe(tc.args, noEnv, io.Discard)
+		if (err == nil) != tc.ok {
+			t.Errorf("parseServe(%q) = %v, want ok=%v", tc.args, err, tc.ok)
+		}
+		if err != nil && !errors.Is(err, errUsage) {
+			t.Errorf("parseServe(%q) = %v, not a usage error", tc.args, err)
 		}
 	}
 }
