@@ -160,7 +160,9 @@ func TestSecurityHeaders(t *testing.T) {
 		if !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "style-src 'self'") || strings.Contains(csp, "unsafe-inline") {
 			t.Errorf("GET %s: Content-Security-Policy = %q", path, csp)
 		}
-		if r.header.Get("X-Content-Type-Options") != "nosniff" || r.header.Get("X-Request-Id") == "" {
+		if r.header.Get("X-Content-Type-Options") != "nosniff" || r.header.Get("X-Request-Id") == "" ||
+			r.header.Get("X-Frame-Options") != "DENY" || r.header.Get("Cross-Origin-Opener-Policy") != "same-origin" ||
+			r.header.Get("Permissions-Policy") == "" {
 			t.Errorf("GET %s: headers %v", path, r.header)
 		}
 		if strings.Contains(r.body, "<script>") || strings.Contains(r.body, " style=") {

@@ -71,7 +71,18 @@ func useMiddleware(e *echo.Echo, opts Options, om *observability, authn *authent
 		XFrameOptions:         "DENY",
 		ContentSecurityPolicy: ContentSecurityPolicy,
 		ReferrerPolicy:        "same-origin",
+		// Sent only over HTTPS (directly or as X-Forwarded-Proto).
+		HSTSMaxAge: 365 * 24 * 3600,
 	}))
+	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			h := c.Response().Header()
+			h.Set("Cross-Origin-Opener-Policy", "same-origin")
+			h.Set("Cross-Origin-Resource-Policy", "same-origin")
+			h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=(), usb=()")
+			return next(c)
+		}
+	})
 	e.Use(crossOrigin())
 	// Live pages carry chart data for the hover read-out; gzip shrinks them
 	// about fourfold. /metrics compresses itself.
