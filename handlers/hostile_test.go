@@ -53,6 +53,11 @@ func TestHostileInputIsInert(t *testing.T) {
 				t.Fatalf("POST %s%s with %q: %d %.300s", path, post.sub, p, r.status, r.body)
 			}
 		}
+		// A kernel trace whose file and kernel are named by the payload.
+		tb, thdr := multipartBody(t, p+".json", chromeTrace(3, 100, 50, 10, p), "role", "incident")
+		if r := f.do(t, http.MethodPost, path+"/traces", tb, thdr); r.status >= 400 {
+			t.Fatalf("trace upload named %q: %d %.300s", p, r.status, r.body)
+		}
 		for _, post := range []struct{ path, what string }{
 			{"/admin/users", "role=viewer&name=" + enc(fmt.Sprintf("%s %d", p, i))},
 			{"/admin/tokens", "scope=read&name=" + enc(p)},
