@@ -25,9 +25,10 @@ var hostile = []string{
 
 // TestHostileInputIsInert stores script and SQL payloads through every
 // text field (alert summary and labels, notes, reviews, new causes, share
-// creators, trace file and kernel names, account and token names, search) and reads them back through
-// every page, the JSON API and the Markdown export: no payload comes back
-// as markup, SQL is stored as text, and the archive stays whole.
+// creators, trace file and kernel names, account and token names, search)
+// and reads them back through every page, the JSON API and the Markdown
+// export: no payload comes back as markup, SQL is stored as text, and the
+// archive stays whole.
 func TestHostileInputIsInert(t *testing.T) {
 	f := newAuthFixture(t, web.AuthNone, "")
 	af := &archiveFixture{fixture: f.fixture, st: f.st}
