@@ -256,6 +256,9 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 		log.Info("knowledge base loaded", "cases", n)
 	}
 	proxies, _ := auth.ParseProxies(cfg.TrustedProxies) // checked by parseServe
+	if cfg.Auth == "accounts" && !strings.HasPrefix(cfg.BaseURL, "https://") {
+		log.Warn("session cookies are not marked Secure: serve the console behind TLS and set --base-url https://...")
+	}
 	proxyRole, _ := auth.ParseRole(cfg.ProxyRole)
 	host, _, _ := net.SplitHostPort(cfg.Listen)
 	opts := web.Options{
