@@ -52,6 +52,9 @@ var sharedTel = sync.OnceValue(func() *handlerstest.Telemetry {
 	return handlerstest.NewTelemetry(handlerstest.Options{Incident: incident, Span: 2 * 24 * time.Hour})
 })
 
+// testCSRF is the form token the fixture's requests carry.
+const testCSRF = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 type response struct {
 	status int
 	header http.Header
@@ -63,6 +66,12 @@ func (f *fixture) do(t testing.TB, method, path string, body io.Reader, hdr map[
 	req, err := http.NewRequest(method, f.srv.URL+path, body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if method != http.MethodGet && method != http.MethodHead {
+		// A browser posts the form token its page carried, beside the
+		// cookie it came with.
+		req.AddCookie(&http.Cookie{Name: handlers.CSRFCookie, Value: testCSRF})
+		req.Header.Set("X-CSRF-Token", testCSRF)
 	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)
@@ -151,7 +160,9 @@ func TestSecurityHeaders(t *testing.T) {
 		if !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "style-src 'self'") || strings.Contains(csp, "unsafe-inline") {
 			t.Errorf("GET %s: Content-Security-Policy = %q", path, csp)
 		}
-		if r.header.Get("X-Content-Type-Options") != "nosniff" || r.header.Get("X-Request-Id") == "" {
+		if r.header.Get("X-Content-Type-Options") != "nosniff" || r.header.Get("X-Request-Id") == "" ||
+			r.header.Get("X-Frame-Options") != "DENY" || r.header.Get("Cross-Origin-Opener-Policy") != "same-origin" ||
+			r.header.Get("Permissions-Policy") == "" {
 			t.Errorf("GET %s: headers %v", path, r.header)
 		}
 		if strings.Contains(r.body, "<script>") || strings.Contains(r.body, " style=") {

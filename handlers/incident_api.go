@@ -95,7 +95,7 @@ func (h *Incidents) APILabel(c echo.Context) error {
 		return err
 	}
 	l, err := h.d.Archive.AddLabel(c.Request().Context(), store.NewLabel{IncidentID: id, Verdict: store.Verdict(req.Verdict),
-		TrueCause: req.TrueCause, NewCause: req.NewCause, By: req.By, Note: req.Note, At: h.d.Now()})
+		TrueCause: req.TrueCause, NewCause: req.NewCause, By: author(c, req.By), Note: req.Note, At: h.d.Now()})
 	if err != nil {
 		return archiveError(err, "verdict")
 	}
@@ -119,7 +119,7 @@ func (h *Incidents) APINote(c echo.Context) error {
 	if err := decodeAPIBody(c, &req); err != nil {
 		return err
 	}
-	n, err := h.d.Archive.AddNote(c.Request().Context(), store.NewNote{IncidentID: id, Author: req.By, Body: req.Body, At: h.d.Now()})
+	n, err := h.d.Archive.AddNote(c.Request().Context(), store.NewNote{IncidentID: id, Author: author(c, req.By), Body: req.Body, At: h.d.Now()})
 	if err != nil {
 		return archiveError(err, "body")
 	}

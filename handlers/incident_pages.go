@@ -303,7 +303,7 @@ func (h *Incidents) Label(c echo.Context) error {
 		Verdict:    store.Verdict(c.FormValue("verdict")),
 		TrueCause:  strings.TrimSpace(c.FormValue("true_cause")),
 		NewCause:   strings.TrimSpace(c.FormValue("new_cause")),
-		By:         strings.TrimSpace(c.FormValue("by")),
+		By:         author(c, c.FormValue("by")),
 		Note:       strings.TrimSpace(c.FormValue("note")),
 		At:         h.d.Now(),
 	}
@@ -323,7 +323,7 @@ func (h *Incidents) Note(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	n := store.NewNote{IncidentID: id, Author: strings.TrimSpace(c.FormValue("by")), Body: c.FormValue("body"), At: h.d.Now()}
+	n := store.NewNote{IncidentID: id, Author: author(c, c.FormValue("by")), Body: c.FormValue("body"), At: h.d.Now()}
 	if _, err := h.d.Archive.AddNote(c.Request().Context(), n); err != nil {
 		return archiveError(err, "body")
 	}
@@ -378,7 +378,7 @@ func (h *Incidents) Share(c echo.Context) error {
 		return badParam("ttl", "choose 24h, 168h or 720h")
 	}
 	now := h.d.Now()
-	link, err := h.d.Archive.CreateShare(ctx, id, strings.TrimSpace(c.FormValue("by")), now, now.Add(ttl))
+	link, err := h.d.Archive.CreateShare(ctx, id, author(c, c.FormValue("by")), now, now.Add(ttl))
 	if err != nil {
 		return archiveError(err, "by")
 	}

@@ -502,6 +502,8 @@ func FuzzTraceUpload(f *testing.F) {
 		}
 		// In process, without a connection per input.
 		req := httptest.NewRequest(http.MethodPost, api, bytes.NewReader(body))
+		req.AddCookie(&http.Cookie{Name: handlers.CSRFCookie, Value: testCSRF})
+		req.Header.Set("X-CSRF-Token", testCSRF)
 		for k, v := range hdr {
 			req.Header.Set(k, v)
 		}

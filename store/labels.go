@@ -88,6 +88,11 @@ func (s *Store) AddLabel(ctx context.Context, l NewLabel) (Label, error) {
 	if len(l.Note) > MaxNoteBytes || !utf8.ValidString(l.Note) {
 		return Label{}, fmt.Errorf("store: label incident %d: %w: note is longer than %d bytes or not UTF-8", l.IncidentID, ErrInvalid, MaxNoteBytes)
 	}
+	for _, f := range []string{l.By, l.Note, l.NewCause, l.TrueCause} {
+		if strings.ContainsRune(f, 0) {
+			return Label{}, fmt.Errorf("store: label incident %d: %w: a field contains a NUL character", l.IncidentID, ErrInvalid)
+		}
+	}
 	if l.At.IsZero() {
 		l.At = time.Now()
 	}
@@ -98,11 +103,11 @@ func (s *Store) AddLabel(ctx context.Context, l NewLabel) (Label, error) {
 	defer tx.Rollback()
 
 	var diagnosisID sql.NullInt64
-	var diagnosed, engineVersion string
+	var diagnosed, engineVersion, prevVerdict, prevCause string
 	err = tx.QueryRowContext(ctx, `
-		SELECT i.diagnosis_id, i.root_cause, coalesce(d.engine_version, '')
+		SELECT i.diagnosis_id, i.root_cause, coalesce(d.engine_version, ''), coalesce(i.verdict, ''), coalesce(i.true_cause, '')
 		FROM incidents i LEFT JOIN diagnoses d ON d.id = i.diagnosis_id WHERE i.id = ?`, l.IncidentID).
-		Scan(&diagnosisID, &diagnosed, &engineVersion)
+		Scan(&diagnosisID, &diagnosed, &engineVersion, &prevVerdict, &prevCause)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Label{}, fmt.Errorf("store: label incident %d: %w", l.IncidentID, ErrNotFound)
 	}
@@ -146,6 +151,14 @@ func (s *Store) AddLabel(ctx context.Context, l NewLabel) (Label, error) {
 		id, string(l.Verdict), l.TrueCause, l.TrueCause, l.IncidentID)
 	if err != nil {
 		return Label{}, fmt.Errorf("store: label incident %d: update current label: %w", l.IncidentID, err)
+	}
+	var before any
+	if prevVerdict != "" {
+		before = map[string]string{"verdict": prevVerdict, "true_cause": prevCause}
+	}
+	after := map[string]string{"verdict": string(l.Verdict), "true_cause": l.TrueCause, "by": l.By, "note": l.Note}
+	if err := audit(ctx, tx, l.At, "label.create", fmt.Sprintf("incident %d", l.IncidentID), before, after); err != nil {
+		return Label{}, fmt.Errorf("store: label incident %d: %w", l.IncidentID, err)
 	}
 	if err := tx.Commit(); err != nil {
 		return Label{}, fmt.Errorf("store: label incident %d: commit: %w", l.IncidentID, err)

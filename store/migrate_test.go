@@ -49,6 +49,20 @@ func TestMigrationUpgrade(t *testing.T) {
 	if v, _ := s.SchemaVersion(ctx); v != len(migs) {
 		t.Errorf("schema version %d after upgrade, want %d", v, len(migs))
 	}
+	// The version-1 database was kept before migrating.
+	baks, _ := filepath.Glob(path + ".v1-*.bak")
+	if len(baks) != 1 {
+		t.Fatalf("backups before migrating: %v, want one", baks)
+	}
+	bak, err := sql.Open("sqlite3", "file:"+baks[0]+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bak.Close()
+	var v, labels int
+	if err := bak.QueryRowContext(ctx, `SELECT max(version), (SELECT count(*) FROM labels) FROM schema_migrations`).Scan(&v, &labels); err != nil || v != 1 || labels != 1 {
+		t.Errorf("backup holds version %d with %d labels (%v), want version 1 with 1", v, labels, err)
+	}
 	a, err := s.Accuracy(ctx, AccuracyFilter{})
 	if err != nil {
 		t.Fatal(err)

@@ -34,14 +34,21 @@ func (s *Store) AddNote(ctx context.Context, n NewNote) (Note, error) {
 		return Note{}, fmt.Errorf("store: note on incident %d: %w: the note is %d bytes, the limit is %d", n.IncidentID, ErrInvalid, len(n.Body), MaxNoteBytes)
 	case !utf8.ValidString(n.Body):
 		return Note{}, fmt.Errorf("store: note on incident %d: %w: the note is not valid UTF-8", n.IncidentID, ErrInvalid)
+	case strings.ContainsRune(n.Body, 0) || strings.ContainsRune(n.Author, 0):
+		return Note{}, fmt.Errorf("store: note on incident %d: %w: the note or author contains a NUL character", n.IncidentID, ErrInvalid)
 	case strings.TrimSpace(n.Author) == "" || len(n.Author) > MaxNameBytes:
 		return Note{}, fmt.Errorf("store: note on incident %d: %w: author is empty or too long", n.IncidentID, ErrInvalid)
 	}
 	if n.At.IsZero() {
 		n.At = time.Now()
 	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return Note{}, fmt.Errorf("store: note on incident %d: begin: %w", n.IncidentID, err)
+	}
+	defer tx.Rollback()
 	var id int64
-	err := s.w.QueryRowContext(ctx, `
+	err = tx.QueryRowContext(ctx, `
 		INSERT INTO notes (incident_id, author, created_at, body) VALUES (?, ?, ?, ?) RETURNING id`,
 		n.IncidentID, n.Author, nanos(n.At), n.Body).Scan(&id)
 	if isForeignKey(err) {
@@ -49,6 +56,13 @@ func (s *Store) AddNote(ctx context.Context, n NewNote) (Note, error) {
 	}
 	if err != nil {
 		return Note{}, fmt.Errorf("store: note on incident %d: %w", n.IncidentID, err)
+	}
+	after := map[string]any{"id": id, "author": n.Author, "body": n.Body}
+	if err := audit(ctx, tx, n.At, "note.create", fmt.Sprintf("incident %d", n.IncidentID), nil, after); err != nil {
+		return Note{}, fmt.Errorf("store: note on incident %d: %w", n.IncidentID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Note{}, fmt.Errorf("store: note on incident %d: commit: %w", n.IncidentID, err)
 	}
 	return Note{ID: id, IncidentID: n.IncidentID, Author: n.Author, At: n.At.UTC(), Body: n.Body}, nil
 }

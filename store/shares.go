@@ -37,7 +37,7 @@ func hashToken(token string) []byte {
 // CreateShare makes a link to an incident that expires at expiresAt. The
 // token is 128 random bits, hex-encoded.
 func (s *Store) CreateShare(ctx context.Context, incidentID int64, by string, now, expiresAt time.Time) (ShareLink, error) {
-	if strings.TrimSpace(by) == "" || len(by) > MaxNameBytes {
+	if strings.TrimSpace(by) == "" || len(by) > MaxNameBytes || strings.ContainsRune(by, 0) {
 		return ShareLink{}, fmt.Errorf("store: share incident %d: %w: creator name is empty or too long", incidentID, ErrInvalid)
 	}
 	if !expiresAt.After(now) {
@@ -48,8 +48,13 @@ func (s *Store) CreateShare(ctx context.Context, incidentID int64, by string, no
 		return ShareLink{}, fmt.Errorf("store: share incident %d: token: %w", incidentID, err)
 	}
 	token := hex.EncodeToString(raw[:])
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return ShareLink{}, fmt.Errorf("store: share incident %d: begin: %w", incidentID, err)
+	}
+	defer tx.Rollback()
 	var id int64
-	err := s.w.QueryRowContext(ctx, `
+	err = tx.QueryRowContext(ctx, `
 		INSERT INTO share_links (token_hash, incident_id, created_by, created_at, expires_at) VALUES (?, ?, ?, ?, ?)
 		RETURNING id`, hashToken(token), incidentID, by, nanos(now), nanos(expiresAt)).Scan(&id)
 	if isForeignKey(err) {
@@ -57,6 +62,13 @@ func (s *Store) CreateShare(ctx context.Context, incidentID int64, by string, no
 	}
 	if err != nil {
 		return ShareLink{}, fmt.Errorf("store: share incident %d: %w", incidentID, err)
+	}
+	after := map[string]any{"share": id, "created_by": by, "expires_at": expiresAt.UTC()}
+	if err := audit(ctx, tx, now, "share.create", shareTarget(incidentID, id), nil, after); err != nil {
+		return ShareLink{}, fmt.Errorf("store: share incident %d: %w", incidentID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return ShareLink{}, fmt.Errorf("store: share incident %d: commit: %w", incidentID, err)
 	}
 	return ShareLink{ID: id, Token: token, IncidentID: incidentID, CreatedBy: by, CreatedAt: now.UTC(), ExpiresAt: expiresAt.UTC()}, nil
 }
@@ -83,22 +95,45 @@ func (s *Store) ResolveShare(ctx context.Context, token string, now time.Time) (
 	if !l.Active(now) {
 		return ShareLink{}, fmt.Errorf("store: share link %d expired or revoked: %w", l.ID, ErrNotFound)
 	}
+	if err := audit(ctx, s.w, now, "share.open", shareTarget(l.IncidentID, l.ID), nil, nil); err != nil {
+		return ShareLink{}, fmt.Errorf("store: share link %d: %w", l.ID, err)
+	}
 	return l, nil
 }
 
 // RevokeShare revokes link id of an incident at now. Revoking again keeps
 // the first revocation time.
 func (s *Store) RevokeShare(ctx context.Context, incidentID, id int64, now time.Time) error {
-	res, err := s.w.ExecContext(ctx, `
-		UPDATE share_links SET revoked_at = coalesce(revoked_at, ?) WHERE id = ? AND incident_id = ?`,
-		nanos(now), id, incidentID)
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("store: revoke share link %d: begin: %w", id, err)
+	}
+	defer tx.Rollback()
+	var revoked sql.NullInt64
+	err = tx.QueryRowContext(ctx, `SELECT revoked_at FROM share_links WHERE id = ? AND incident_id = ?`, id, incidentID).Scan(&revoked)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("store: revoke share link %d of incident %d: %w", id, incidentID, ErrNotFound)
+	}
 	if err != nil {
 		return fmt.Errorf("store: revoke share link %d: %w", id, err)
 	}
-	if n, err := res.RowsAffected(); err != nil || n == 0 {
-		return fmt.Errorf("store: revoke share link %d of incident %d: %w", id, incidentID, ErrNotFound)
+	if revoked.Valid {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE share_links SET revoked_at = ? WHERE id = ?`, nanos(now), id); err != nil {
+		return fmt.Errorf("store: revoke share link %d: %w", id, err)
+	}
+	if err := audit(ctx, tx, now, "share.revoke", shareTarget(incidentID, id), map[string]any{"revoked_at": nil}, map[string]any{"revoked_at": now.UTC()}); err != nil {
+		return fmt.Errorf("store: revoke share link %d: %w", id, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("store: revoke share link %d: commit: %w", id, err)
 	}
 	return nil
+}
+
+func shareTarget(incidentID, id int64) string {
+	return fmt.Sprintf("incident %d share %d", incidentID, id)
 }
 
 // Shares returns an incident's share links, newest first, without tokens.

@@ -33,6 +33,7 @@ type Store struct {
 	r     *sql.DB
 	opens *opener // group commit of OpenIncident
 	dsn   string  // base DSN, for short-lived extra connections
+	path  string  // the database file
 }
 
 // Open opens (creating if needed) the archive at path, applies every pending
@@ -55,7 +56,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
-	s := &Store{w: w, dsn: base}
+	s := &Store{w: w, dsn: base, path: path}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
@@ -168,6 +169,14 @@ func (s *Store) migrate(ctx context.Context) error {
 	}
 	if current > len(migs) {
 		return fmt.Errorf("store: migrate: database schema version %d is newer than this build knows (%d)", current, len(migs))
+	}
+	if current > 0 && current < len(migs) {
+		// Migrations only go forward: keep the database as it was before
+		// this build changes its schema, so a downgrade is a restore.
+		bak := fmt.Sprintf("%s.v%d-%s.bak", s.path, current, time.Now().UTC().Format("20060102T150405Z"))
+		if err := s.Backup(ctx, bak); err != nil {
+			return fmt.Errorf("store: migrate: backup before migrating from version %d: %w", current, err)
+		}
 	}
 	for _, m := range migs[current:] {
 		if err := s.apply(ctx, m); err != nil {

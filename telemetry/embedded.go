@@ -108,6 +108,16 @@ func (q *EmbeddedQuerier) exec(ctx context.Context, qry promql.Query, query stri
 	}
 	var out []Result
 	switch v := res.Value.(type) {
+	case promql.Vector:
+		if err := checkSeries(query, len(v)); err != nil {
+			return nil, err
+		}
+	case promql.Matrix:
+		if err := checkSeries(query, len(v)); err != nil {
+			return nil, err
+		}
+	}
+	switch v := res.Value.(type) {
 	case promql.Scalar:
 		out = append(out, Result{Labels: map[string]string{}, Samples: []metrics.Sample{{T: msTime(v.T), V: v.V}}})
 	case promql.Vector:

@@ -106,6 +106,16 @@ func (q *RemoteQuerier) finish(query string, v model.Value, warnings v1.Warnings
 		return nil, fmt.Errorf("telemetry: prometheus %s: query %q: %w", q.url, query, err)
 	}
 	q.markOK()
+	switch val := v.(type) {
+	case model.Vector:
+		if err := checkSeries(query, len(val)); err != nil {
+			return nil, err
+		}
+	case model.Matrix:
+		if err := checkSeries(query, len(val)); err != nil {
+			return nil, err
+		}
+	}
 	return convertValue(v)
 }
 
@@ -137,6 +147,21 @@ func (q *RemoteQuerier) logOnce(query string, msgs []string, kind string) {
 		q.warned[m] = true
 		q.log.Warn("prometheus query "+kind, "url", q.url, "query", query, kind, m)
 	}
+}
+
+// MaxSeriesPerQuery bounds the series one query may return, so that a
+// query matching a whole fleet cannot exhaust the console's memory.
+const MaxSeriesPerQuery = 10000
+
+// ErrTooManySeries is returned for a query answering more than
+// MaxSeriesPerQuery series.
+var ErrTooManySeries = errors.New("telemetry: too many series")
+
+func checkSeries(query string, n int) error {
+	if n > MaxSeriesPerQuery {
+		return fmt.Errorf("%w: query %q returned %d series; the limit is %d", ErrTooManySeries, query, n, MaxSeriesPerQuery)
+	}
+	return nil
 }
 
 // convertValue turns a client_golang value into results sorted by labels.

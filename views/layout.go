@@ -10,6 +10,7 @@ const (
 	NavAccuracy  = "accuracy"
 	NavFaults    = "faults"
 	NavStorage   = "storage"
+	NavAdmin     = "admin"
 )
 
 // Assets holds the versioned URLs of the stylesheet and script.

@@ -19,7 +19,7 @@ import (
 // are 400s naming the parameter; echo errors keep their code; anything else
 // is a 500 that shows only the request id. 5xx are logged at error, 4xx at
 // warn. API routes answer JSON.
-func errorHandler(log *slog.Logger, h *handlers.Handlers) echo.HTTPErrorHandler {
+func errorHandler(log *slog.Logger, h *handlers.Handlers, bodyLimit string) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
@@ -40,6 +40,9 @@ func errorHandler(log *slog.Logger, h *handlers.Handlers) echo.HTTPErrorHandler 
 		case errors.Is(err, context.DeadlineExceeded):
 			v.Status = http.StatusServiceUnavailable
 			v.Message = "The request took too long; try a shorter time range."
+		}
+		if v.Status == http.StatusRequestEntityTooLarge && (v.Message == "" || strings.EqualFold(v.Message, http.StatusText(v.Status))) {
+			v.Message = "The request body is larger than the console's limit of " + bodyLimit + "B."
 		}
 		if v.Status == http.StatusNotFound && (v.Message == "" || strings.EqualFold(v.Message, http.StatusText(http.StatusNotFound))) {
 			v.Message = "There is no page at " + req.URL.Path + "."

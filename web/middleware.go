@@ -19,8 +19,9 @@ const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 
 // useMiddleware installs the ordered stack: recover, request ID, request
 // logging, request metrics, secure headers, cross-origin protection,
-// compression, body limit, timeout.
-func useMiddleware(e *echo.Echo, opts Options, om *observability) {
+// compression, body limit, timeout, authentication with the route
+// policies and form tokens.
+func useMiddleware(e *echo.Echo, opts Options, om *observability, authn *authenticator) {
 	log := opts.Logger
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
 		DisablePrintStack: true,
@@ -70,7 +71,18 @@ func useMiddleware(e *echo.Echo, opts Options, om *observability) {
 		XFrameOptions:         "DENY",
 		ContentSecurityPolicy: ContentSecurityPolicy,
 		ReferrerPolicy:        "same-origin",
+		// Sent only over HTTPS (directly or as X-Forwarded-Proto).
+		HSTSMaxAge: 365 * 24 * 3600,
 	}))
+	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			h := c.Response().Header()
+			h.Set("Cross-Origin-Opener-Policy", "same-origin")
+			h.Set("Cross-Origin-Resource-Policy", "same-origin")
+			h.Set("Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=(), usb=()")
+			return next(c)
+		}
+	})
 	e.Use(crossOrigin())
 	// Live pages carry chart data for the hover read-out; gzip shrinks them
 	// about fourfold. /metrics compresses itself.
@@ -82,11 +94,13 @@ func useMiddleware(e *echo.Echo, opts Options, om *observability) {
 	// and may take longer than a page to receive and parse.
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: opts.BodyLimit, Skipper: handlers.EnforcesOwnBodyLimit}))
 	e.Use(middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{Timeout: opts.RequestTimeout, Skipper: handlers.EnforcesOwnBodyLimit}))
+	// Who is asking, may they, and did their form come from our page.
+	e.Use(authn.middleware)
 }
 
 // crossOrigin rejects cross-site state-changing requests (the standard
-// library's Sec-Fetch-Site / Origin check), which makes CSRF tokens
-// unnecessary for the console's forms.
+// library's Sec-Fetch-Site / Origin check). Form tokens (authenticator)
+// back it up for browsers that send neither header.
 func crossOrigin() echo.MiddlewareFunc {
 	cop := http.NewCrossOriginProtection()
 	return func(next echo.HandlerFunc) echo.HandlerFunc {

@@ -46,7 +46,7 @@ func registerRoutes(e *echo.Echo, h *handlers.Handlers, opts Options, om *observ
 	e.GET("/faults", h.Faults.List).Name = RouteFaults
 	e.POST("/faults", h.Faults.Create).Name = RouteFaultCreate
 	e.POST("/faults/clear", h.Faults.Clear).Name = RouteFaultClear
-	e.GET("/storage", handlers.NewStorage(h).Show).Name = "storage.show"
+	e.GET("/storage", handlers.NewStorage(h).Show).Name = RouteStorage
 
 	// JSON API.
 	e.POST("/api/v1/diagnose", h.Diagnoses.API).Name = RouteAPIDiagnose
@@ -56,6 +56,22 @@ func registerRoutes(e *echo.Echo, h *handlers.Handlers, opts Options, om *observ
 	e.GET("/readyz", h.Health.Ready).Name = RouteReadyz
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(om.reg, promhttp.HandlerOpts{}))).Name = RouteMetrics
 	e.GET(static.Prefix+"*", serveStatic).Name = RouteStatic
+
+	// Sign-in and administration (access rules: RoutePolicies).
+	if a := opts.Auth.Accounts; a != nil {
+		e.GET("/login", a.LoginForm).Name = RouteLogin
+		e.POST("/login", a.Login).Name = RouteLoginPost
+		e.POST("/logout", a.Logout).Name = RouteLogout
+		e.GET("/admin/users", a.Users).Name = RouteUsers
+		e.POST("/admin/users", a.CreateUser).Name = RouteUserCreate
+		e.POST("/admin/users/:id", a.UpdateUser).Name = RouteUserUpdate
+		e.POST("/admin/users/:id/delete", a.DeleteUser).Name = RouteUserDelete
+		e.GET("/admin/tokens", a.Tokens).Name = RouteTokens
+		e.POST("/admin/tokens", a.CreateToken).Name = RouteTokenCreate
+		e.POST("/admin/tokens/:id/revoke", a.RevokeToken).Name = RouteTokenRevoke
+		e.GET("/admin/audit", a.Audit).Name = RouteAudit
+		e.GET("/admin/audit.json", a.AuditJSON).Name = RouteAuditExport
+	}
 
 	// The incident archive (incidents, knowledge base, accuracy).
 	if opts.Incidents != nil {

@@ -2,11 +2,13 @@ package web
 
 import (
 	"log/slog"
+	"net"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/casebook/casebook/auth"
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/handlers"
 	"github.com/casebook/casebook/metrics"
@@ -44,6 +46,22 @@ type Options struct {
 	BodyLimit string
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// Auth configures authentication; the zero value lets everyone in as
+	// an admin (the loopback default).
+	Auth AuthOptions
+}
+
+// ipExtractor names the client: the direct peer, or the address a trusted
+// proxy puts in X-Forwarded-For.
+func ipExtractor(p auth.Proxy) echo.IPExtractor {
+	if len(p.Trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, pf := range p.Trusted {
+		opts = append(opts, echo.TrustIPRange(&net.IPNet{IP: net.IP(pf.Addr().AsSlice()), Mask: net.CIDRMask(pf.Bits(), pf.Addr().BitLen())}))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
 }
 
 // Server is the assembled console: the Echo instance plus the handlers,
@@ -84,8 +102,24 @@ func New(opts Options) *Server {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
-	e.HTTPErrorHandler = errorHandler(opts.Logger, h)
-	useMiddleware(e, opts, om)
+	e.HTTPErrorHandler = errorHandler(opts.Logger, h, opts.BodyLimit)
+	e.IPExtractor = ipExtractor(opts.Auth.Proxy)
+	if opts.Auth.Mode == "" {
+		opts.Auth.Mode = AuthNone
+	}
+	if opts.Auth.Mode != AuthNone && opts.Auth.Accounts == nil {
+		panic("web: authentication mode " + string(opts.Auth.Mode) + " needs Auth.Accounts")
+	}
+	authn := &authenticator{opts: opts.Auth, now: opts.Now}
+	if authn.now == nil {
+		authn.now = time.Now
+	}
+	useMiddleware(e, opts, om, authn)
 	registerRoutes(e, h, opts, om)
+	routes, err := routeTable(e)
+	if err != nil {
+		panic(err)
+	}
+	authn.routes = routes
 	return &Server{Echo: e, Handlers: h}
 }

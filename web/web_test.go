@@ -98,3 +98,32 @@ func TestPagesAreCompressedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyLimitNamesTheLimit checks that a body over the console-wide
+// limit is a 413 that says what the limit is.
+func TestBodyLimitNamesTheLimit(t *testing.T) {
+	tel := handlerstest.NewTelemetry(handlerstest.Options{Span: time.Hour})
+	srv := web.New(web.Options{Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{}, BodyLimit: "1K"})
+	req := httptest.NewRequest(http.MethodPost, "/api/v1/diagnose", strings.NewReader(strings.Repeat("x", 4096)))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, req)
+	if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), "limit of 1KB") {
+		t.Errorf("status %d body %s", rec.Code, rec.Body.String())
+	}
+}
+
+// TestInsecureBanner checks that a console exposed without authentication
+// says so on every page, and one on loopback does not.
+func TestInsecureBanner(t *testing.T) {
+	tel := handlerstest.NewTelemetry(handlerstest.Options{Span: time.Hour})
+	for _, insecure := range []bool{false, true} {
+		srv := web.New(web.Options{Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{}, Now: func() time.Time { return tel.End },
+			Auth: web.AuthOptions{Insecure: insecure}})
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		if got := strings.Contains(rec.Body.String(), `data-testid="insecure-banner"`); got != insecure {
+			t.Errorf("insecure=%v: banner shown %v (status %d)", insecure, got, rec.Code)
+		}
+	}
+}

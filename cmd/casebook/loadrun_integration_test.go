@@ -197,6 +197,14 @@ func TestLoadRun(t *testing.T) {
 		break
 	}
 
+	// The storm: webhooks at a steady 200 alerts/s while pages load.
+	for fp, id := range webhookStorm(t, ctx, cb, client, token, model, []string{"/", scopePath, incidentPath, "/incidents"}) {
+		if prev, ok := acked[fp]; ok && prev != id {
+			t.Errorf("storm alert %s acknowledged as %d and %d", fp, prev, id)
+		}
+		acked[fp] = id
+	}
+
 	// Stop the server and read its archive: every acknowledged alert is
 	// there exactly once, under the incident the webhook named.
 	cb.Stop()
@@ -238,6 +246,105 @@ func TestLoadRun(t *testing.T) {
 		slices.Sort(wrong)
 		t.Errorf("%d alerts not stored exactly once:\n%s", len(wrong), strings.Join(wrong[:min(len(wrong), 10)], "\n"))
 	}
+}
+
+// Storm bounds: alerts per second of webhooks, how long, page workers.
+const (
+	stormAlertsPerSec = 200
+	stormFor          = 6 * time.Second
+	stormPageWorkers  = 4
+)
+
+// webhookStorm sends Alertmanager webhooks (two alerts each) at
+// stormAlertsPerSec for stormFor while page workers load pages, prints
+// the achieved alert rate and the page latency percentiles, and fails on
+// any page that is not a 200 and any webhook that is not acknowledged. It
+// returns the acknowledged alerts.
+func webhookStorm(t *testing.T, ctx context.Context, cb *testenv.Process, client *http.Client, token, model string, pages []string) map[string]int64 {
+	t.Helper()
+	var (
+		mu       sync.Mutex
+		acked    = map[string]int64{}
+		pageLat  []time.Duration
+		hookLat  []time.Duration
+		errs     []string
+		wg       sync.WaitGroup
+		stop     = make(chan struct{})
+		inflight = make(chan struct{}, 64)
+		startsAt = time.Now().Add(-10 * time.Second).UTC().Truncate(time.Second)
+	)
+	fail := func(s string) { mu.Lock(); errs = append(errs, s); mu.Unlock() }
+	for w := range stormPageWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cb.URL+pages[i%len(pages)], nil)
+				status, body, took := do(client, req)
+				mu.Lock()
+				pageLat = append(pageLat, took)
+				mu.Unlock()
+				if status != http.StatusOK {
+					fail(fmt.Sprintf("page %s during the storm: HTTP %d %.200s", pages[i%len(pages)], status, body))
+				}
+			}
+		}()
+	}
+	interval := time.Second * 2 / stormAlertsPerSec // two alerts per message
+	tick := time.NewTicker(interval)
+	began := time.Now()
+	sent := 0
+	for time.Since(began) < stormFor && ctx.Err() == nil {
+		<-tick.C
+		fps := []string{fmt.Sprintf("storm-%d-a", sent), fmt.Sprintf("storm-%d-b", sent)}
+		sent++
+		inflight <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-inflight }()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, cb.URL+"/api/v1/alerts/alertmanager", bytes.NewReader(alertMessage(model, fps, startsAt)))
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Content-Type", "application/json")
+			status, body, took := do(client, req)
+			var r struct{ Alerts []handlers.AlertResult }
+			if status != http.StatusOK || json.Unmarshal(body, &r) != nil || len(r.Alerts) != len(fps) {
+				fail(fmt.Sprintf("storm webhook: HTTP %d %.200s", status, body))
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			hookLat = append(hookLat, took)
+			for _, a := range r.Alerts {
+				acked[a.Fingerprint] = a.IncidentID
+			}
+		}()
+	}
+	tick.Stop()
+	sendTime := time.Since(began)
+	close(stop)
+	wg.Wait()
+	if len(errs) > 0 {
+		cb.Fatalf(t, "%d failures during the webhook storm, first ones:\n%s", len(errs), strings.Join(errs[:min(10, len(errs))], "\n"))
+	}
+	slices.Sort(pageLat)
+	slices.Sort(hookLat)
+	report := fmt.Sprintf("webhook storm: %d alerts in %s (%.0f alerts/s offered, target %d), %d page loads by %d workers\n"+
+		"pages under the storm: p50 %s p99 %s; webhooks: p50 %s p99 %s\n",
+		2*sent, sendTime.Round(time.Millisecond), float64(2*sent)/sendTime.Seconds(), stormAlertsPerSec, len(pageLat), stormPageWorkers,
+		percentile(pageLat, 0.5).Round(10*time.Microsecond), percentile(pageLat, 0.99).Round(10*time.Microsecond),
+		percentile(hookLat, 0.5).Round(10*time.Microsecond), percentile(hookLat, 0.99).Round(10*time.Microsecond))
+	t.Log(report)
+	fmt.Fprint(os.Stdout, report)
+	if len(pageLat) == 0 || len(acked) != 2*sent {
+		t.Fatalf("storm: %d page loads, %d of %d alerts acknowledged", len(pageLat), len(acked), 2*sent)
+	}
+	return acked
 }
 
 // loadReport is one line per request kind: count, throughput over the

@@ -1,5 +1,5 @@
 // Command casebook is the Casebook console and its tools: serve, simulate,
-// diagnose, eval and rules.
+// diagnose, eval, rules, user, token, backup and restore.
 package main
 
 import (
@@ -29,6 +29,10 @@ func commands() map[string]command {
 		"detect":   {"replay a timestamp,value CSV through the dynamic-threshold detector", detectCmd},
 		"backtest": {"compare dynamic thresholds with fixed ones on simulated labelled weeks", backtestCmd},
 		"rules":    {"print Prometheus recording rules (or --alerts: alerting rules) from the catalog", rulesCmd},
+		"user":     {"manage accounts: user add NAME --role viewer|reviewer|admin (password on stdin), list, set, delete", userCmd},
+		"token":    {"manage API tokens: token add NAME --scope webhook|read|write (printed once), list, revoke ID", tokenCmd},
+		"backup":   {"copy the archive consistently, even while serving: backup FILE --data DIR", backupCmd},
+		"restore":  {"restore a backup into a stopped console's data directory: restore FILE --data DIR", restoreCmd},
 	}
 }
 

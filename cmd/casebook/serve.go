@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/casebook/casebook/auth"
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/diagnose/forecast"
 	"github.com/casebook/casebook/handlers"
@@ -40,6 +41,10 @@ type serveConfig struct {
 	InstanceLabel  string
 	BaseURL        string
 	InsecureNoAuth bool
+	Auth           string
+	TrustedProxies string
+	ProxyRole      string
+	SessionTTL     time.Duration
 	LogLevel       string
 	TraceMaxMB     int64
 
@@ -65,7 +70,11 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	fs.DurationVar(&c.ScrapeInterval, "scrape-interval", 5*time.Second, "scrape interval of the embedded scraper")
 	fs.StringVar(&c.InstanceLabel, "instance-label", "pod", "label that names an engine instance")
 	fs.StringVar(&c.BaseURL, "base-url", "", "external URL of the console, used in share and postmortem links (default http://LISTEN)")
-	fs.BoolVar(&c.InsecureNoAuth, "insecure-no-auth", false, "allow listening on a non-loopback address without authentication")
+	fs.BoolVar(&c.InsecureNoAuth, "insecure-no-auth", false, "allow listening on a non-loopback address without authentication (every page then shows a red banner)")
+	fs.StringVar(&c.Auth, "auth", "none", `authentication: "none" (loopback only), "proxy" (trust X-Forwarded-User from --trusted-proxies) or "accounts" (built-in accounts, see casebook user)`)
+	fs.StringVar(&c.TrustedProxies, "trusted-proxies", "", "addresses or CIDR ranges of the authenticating or TLS proxy; only their X-Forwarded-* headers are believed")
+	fs.StringVar(&c.ProxyRole, "proxy-role", "viewer", "role of a proxy-authenticated user without an account")
+	fs.DurationVar(&c.SessionTTL, "session-ttl", 12*time.Hour, "how long a sign-in lasts (--auth accounts)")
 	fs.StringVar(&c.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.Int64Var(&c.TraceMaxMB, "trace-max-mb", 512, "largest kernel-trace upload, in MiB")
 	fs.DurationVar(&c.RetentionRaw, "retention-raw", telemetry.DefaultRawRetention, "how long the embedded store keeps per-scrape samples")
@@ -81,7 +90,25 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("%w: serve takes no arguments, got %q", errUsage, fs.Args())
 	}
-	if err := checkListen(c.Listen, c.InsecureNoAuth); err != nil {
+	switch c.Auth {
+	case "none", "accounts":
+	case "proxy":
+		if strings.TrimSpace(c.TrustedProxies) == "" {
+			return c, fmt.Errorf("%w: --auth proxy needs --trusted-proxies (the proxy's addresses)", errUsage)
+		}
+	default:
+		return c, fmt.Errorf("%w: --auth must be none, proxy or accounts, got %q", errUsage, c.Auth)
+	}
+	if _, err := auth.ParseProxies(c.TrustedProxies); err != nil {
+		return c, fmt.Errorf("%w: --trusted-proxies: %v", errUsage, err)
+	}
+	if _, err := auth.ParseRole(c.ProxyRole); err != nil {
+		return c, fmt.Errorf("%w: --proxy-role: %v", errUsage, err)
+	}
+	if c.SessionTTL < time.Minute {
+		return c, fmt.Errorf("%w: --session-ttl must be at least 1m, got %s", errUsage, c.SessionTTL)
+	}
+	if err := checkListen(c.Listen, c.Auth != "none", c.InsecureNoAuth); err != nil {
 		return c, err
 	}
 	if c.TraceMaxMB <= 0 {
@@ -115,21 +142,26 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 
 // checkListen refuses to expose the console beyond this machine while it
 // has no authentication, unless the operator says so explicitly.
-func checkListen(addr string, insecure bool) error {
+func checkListen(addr string, authenticated, insecure bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("%w: --listen %q: %v", errUsage, addr, err)
 	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if loopback(host) || authenticated {
 		return nil
 	}
 	if !insecure {
-		return fmt.Errorf("%w: --listen %q is reachable from other machines and Casebook has no authentication configured; listen on 127.0.0.1 or pass --insecure-no-auth", errUsage, addr)
+		return fmt.Errorf("%w: --listen %q is reachable from other machines and Casebook has no authentication configured; listen on 127.0.0.1, choose --auth proxy or --auth accounts, or pass --insecure-no-auth", errUsage, addr)
 	}
 	return nil
+}
+
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func parseTargets(list []string) ([]telemetry.Target, error) {
@@ -181,6 +213,11 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 		}
 	}
 
+	release, err := lockData(cfg.Data)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	defer release()
 	st, err := store.Open(ctx, filepath.Join(cfg.Data, "casebook.db"))
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -233,6 +270,12 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 	} else {
 		log.Info("knowledge base loaded", "cases", n)
 	}
+	proxies, _ := auth.ParseProxies(cfg.TrustedProxies) // checked by parseServe
+	if cfg.Auth == "accounts" && !strings.HasPrefix(cfg.BaseURL, "https://") {
+		log.Warn("session cookies are not marked Secure: serve the console behind TLS and set --base-url https://...")
+	}
+	proxyRole, _ := auth.ParseRole(cfg.ProxyRole)
+	host, _, _ := net.SplitHostPort(cfg.Listen)
 	opts := web.Options{
 		Telemetry:      tel,
 		Diagnoser:      engine,
@@ -240,6 +283,18 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 		IncidentOpener: inc,
 		Logger:         log,
 		Registry:       reg,
+		Auth: web.AuthOptions{
+			Mode: web.AuthMode(cfg.Auth),
+			Accounts: handlers.NewAccounts(handlers.AccountDeps{
+				Store: st, PasswordLogin: cfg.Auth == "accounts", SessionTTL: cfg.SessionTTL,
+				SecureCookies: strings.HasPrefix(cfg.BaseURL, "https://"), Logger: log,
+				Layout: func(title, nav string) views.LayoutView { return layout(title, nav) },
+			}),
+			Proxy:        proxies,
+			ProxyRole:    proxyRole,
+			WebhookToken: cfg.WebhookToken,
+			Insecure:     cfg.Auth == "none" && !loopback(host),
+		},
 	}
 	if c := tel.Simulator(); c != nil {
 		opts.Faults = simFaults{c}

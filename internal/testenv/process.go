@@ -135,6 +135,16 @@ func (p *Process) Stop() {
 	}
 }
 
+// Kill ends the process at once with SIGKILL, as a crash or an OOM kill
+// would, and waits until it is gone.
+func (p *Process) Kill() {
+	if !p.Alive() {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
 // LastLines returns the last n lines the process logged.
 func (p *Process) LastLines(n int) string {
 	return lastLines(p.log.String(), n)

@@ -1,0 +1,172 @@
+package store_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/store"
+)
+
+func TestUsersAndSessions(t *testing.T) {
+	s := openTest(t)
+	ctx := store.WithActor(context.Background(), store.Actor{Name: "root", Addr: "10.0.0.9"})
+	u, err := s.AddUser(ctx, "ana", "reviewer", []byte("hash"), t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddUser(ctx, "ana", "admin", nil, t0); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("second ana: %v, want ErrConflict", err)
+	}
+	if _, err := s.AddUser(ctx, "bo", "root", nil, t0); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("role root: %v, want ErrInvalid", err)
+	}
+	sid := sha256.Sum256([]byte("session"))
+	if err := s.CreateSession(ctx, sid[:], u.ID, "csrf1", "10.0.0.9", t0, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := s.SessionByHash(ctx, sid[:], t0.Add(time.Minute))
+	if err != nil || ss.User.Name != "ana" || ss.User.Role != "reviewer" || ss.CSRF != "csrf1" {
+		t.Fatalf("session = %+v, %v", ss, err)
+	}
+	if _, err := s.SessionByHash(ctx, sid[:], t0.Add(time.Hour)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("expired session: %v", err)
+	}
+	// A role change ends the account's sessions.
+	if _, err := s.UpdateUser(ctx, u.ID, "admin", nil, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SessionByHash(ctx, sid[:], t0.Add(time.Minute)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("session after role change: %v", err)
+	}
+	got, err := s.UserByName(ctx, "ana")
+	if err != nil || got.Role != "admin" || string(got.PasswordHash) != "hash" {
+		t.Errorf("after update: %+v, %v", got, err)
+	}
+	if err := s.DeleteUser(ctx, u.ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UserByName(ctx, "ana"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("deleted user: %v", err)
+	}
+	log, err := s.AuditLog(ctx, store.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, e := range log {
+		actions = append(actions, e.Action)
+		if e.Actor != "root" || e.RemoteAddr != "10.0.0.9" || e.Target != "user ana" {
+			t.Errorf("entry %+v", e)
+		}
+		if strings.Contains(string(e.Before)+string(e.After), "hash") {
+			t.Errorf("audit entry leaks the password hash: %s %s", e.Before, e.After)
+		}
+	}
+	if strings.Join(actions, ",") != "user.delete,user.update,user.create" {
+		t.Errorf("audit actions %v", actions)
+	}
+	var before, after map[string]any
+	_ = json.Unmarshal(log[1].Before, &before)
+	_ = json.Unmarshal(log[1].After, &after)
+	if before["role"] != "reviewer" || after["role"] != "admin" {
+		t.Errorf("update before %v after %v", before, after)
+	}
+}
+
+func TestTokens(t *testing.T) {
+	s := openTest(t)
+	ctx := store.WithActor(context.Background(), store.Actor{Name: "root"})
+	h := sha256.Sum256([]byte("cb_x"))
+	tok, err := s.AddToken(ctx, "alertmanager", "webhook", h[:], t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.CreatedBy != "root" {
+		t.Errorf("created by %q", tok.CreatedBy)
+	}
+	if _, err := s.AddToken(ctx, "x", "admin", []byte("y"), t0); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("scope admin: %v", err)
+	}
+	got, err := s.TokenByHash(ctx, h[:], t0.Add(time.Hour))
+	if err != nil || got.Scope != "webhook" {
+		t.Fatalf("TokenByHash = %+v, %v", got, err)
+	}
+	list, _ := s.Tokens(ctx)
+	if len(list) != 1 || !list[0].LastUsedAt.Equal(t0.Add(time.Hour)) {
+		t.Errorf("tokens %+v", list)
+	}
+	if err := s.RevokeToken(ctx, tok.ID, t0.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.TokenByHash(ctx, h[:], t0.Add(3*time.Hour)); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("revoked token: %v", err)
+	}
+	if err := s.RevokeToken(ctx, 99, t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown token: %v", err)
+	}
+	log, _ := s.AuditLog(ctx, store.AuditFilter{})
+	if len(log) != 2 || log[0].Action != "token.revoke" || log[1].Action != "token.create" {
+		t.Errorf("audit %+v", log)
+	}
+}
+
+// TestArchiveChangesAreAudited checks that labels, notes and share links
+// leave audit entries with the actor of the request.
+func TestArchiveChangesAreAudited(t *testing.T) {
+	s := openTest(t)
+	ctx := store.WithActor(context.Background(), store.Actor{Name: "ana", Addr: "192.0.2.1"})
+	inc, _, err := s.OpenIncident(ctx, newIncident("a", 0, nil), newDiagnosis("queue_backlog", "v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddNote(ctx, store.NewNote{IncidentID: inc.ID, Author: "ana", Body: "looked", At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddLabel(ctx, store.NewLabel{IncidentID: inc.ID, Verdict: store.VerdictCorrect, By: "ana", At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddLabel(ctx, store.NewLabel{IncidentID: inc.ID, Verdict: store.VerdictWrong, TrueCause: "none", By: "ana", At: t0}); err != nil {
+		t.Fatal(err)
+	}
+	link, err := s.CreateShare(ctx, inc.ID, "ana", t0, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ResolveShare(store.WithActor(context.Background(), store.Actor{Name: "anonymous", Addr: "198.51.100.7"}), link.Token, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RevokeShare(ctx, inc.ID, link.ID, t0); err != nil {
+		t.Fatal(err)
+	}
+	log, err := s.AuditLog(ctx, store.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range log {
+		got = append(got, e.Actor+" "+e.Action+" "+e.Target)
+	}
+	want := []string{
+		"ana share.revoke incident 1 share 1",
+		"anonymous share.open incident 1 share 1",
+		"ana share.create incident 1 share 1",
+		"ana label.create incident 1",
+		"ana label.create incident 1",
+		"ana note.create incident 1",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("audit log:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !strings.Contains(string(log[3].Before), `"verdict":"correct"`) || !strings.Contains(string(log[3].After), `"verdict":"wrong"`) {
+		t.Errorf("second label before %s after %s", log[3].Before, log[3].After)
+	}
+	page, _ := s.AuditLog(ctx, store.AuditFilter{Before: log[1].ID, Limit: 2})
+	if len(page) != 2 || page[0].ID != log[2].ID {
+		t.Errorf("paging: %+v", page)
+	}
+}
