@@ -81,8 +81,9 @@ type IncidentDeps struct {
 // links, exports and the JSON API. It also implements IncidentOpener, so
 // "Diagnose now" opens an incident.
 type Incidents struct {
-	d     IncidentDeps
-	cases caseState
+	d        IncidentDeps
+	cases    caseState
+	captures captures
 }
 
 // NewIncidents builds the archive handlers, filling in defaults.
@@ -184,25 +185,37 @@ func (h *Incidents) Open(ctx context.Context, scope metrics.Scope, tr Trigger, s
 		at = now
 	}
 	var captureErrs []string
+	var windows []metrics.Series
 	if snap == nil {
 		diag = nil // a given diagnosis belongs to a given snapshot
-		s, err := h.d.Capture.Snapshot(ctx, scope, at)
-		if err != nil {
-			h.d.Logger.WarnContext(ctx, "incidents: snapshot failed", "scope", scope.String(), "err", err)
-			captureErrs = append(captureErrs, "snapshot: "+err.Error())
+		at = at.Truncate(time.Second)
+		ev := h.captures.get(ctx, scope, at, now, func(ctx context.Context) evidence {
+			var ev evidence
+			ev.snap, ev.snapErr = h.d.Capture.Snapshot(ctx, scope, at)
+			ev.windows, ev.windowsErr = h.captureWindows(ctx, scope, at, now)
+			return ev
+		})
+		s := ev.snap
+		if ev.snapErr != nil {
+			h.d.Logger.WarnContext(ctx, "incidents: snapshot failed", "scope", scope.String(), "err", ev.snapErr)
+			captureErrs = append(captureErrs, "snapshot: "+ev.snapErr.Error())
 			s = metrics.Snapshot{At: at, Scope: scope, Current: metrics.Values{}}
 		}
 		snap = &s
-	}
-	start, end := at.Add(-h.d.Before), at.Add(h.d.After)
-	if end.After(now) {
-		end = now // the minutes after the trigger have not happened yet
-	}
-	windows, err := h.d.Capture.Range(ctx, scope, metrics.IDs(), metrics.Range{Start: start, End: end, Step: h.d.Step})
-	if err != nil {
-		h.d.Logger.WarnContext(ctx, "incidents: chart windows failed", "scope", scope.String(), "err", err)
-		captureErrs = append(captureErrs, "chart windows: "+err.Error())
-		windows = nil
+		windows = ev.windows
+		if ev.windowsErr != nil {
+			h.d.Logger.WarnContext(ctx, "incidents: chart windows failed", "scope", scope.String(), "err", ev.windowsErr)
+			captureErrs = append(captureErrs, "chart windows: "+ev.windowsErr.Error())
+			windows = nil
+		}
+	} else {
+		var err error
+		windows, err = h.captureWindows(ctx, scope, at, now)
+		if err != nil {
+			h.d.Logger.WarnContext(ctx, "incidents: chart windows failed", "scope", scope.String(), "err", err)
+			captureErrs = append(captureErrs, "chart windows: "+err.Error())
+			windows = nil
+		}
 	}
 	if diag == nil {
 		h.ensureCases(ctx)
@@ -235,6 +248,15 @@ func (h *Incidents) Open(ctx context.Context, scope metrics.Scope, tr Trigger, s
 		return store.Incident{}, false, fmt.Errorf("incidents: open for %s: %w", scope, err)
 	}
 	return inc, created, nil
+}
+
+// captureWindows reads the archived chart windows around a trigger at.
+func (h *Incidents) captureWindows(ctx context.Context, scope metrics.Scope, at, now time.Time) ([]metrics.Series, error) {
+	start, end := at.Add(-h.d.Before), at.Add(h.d.After)
+	if end.After(now) {
+		end = now // the minutes after the trigger have not happened yet
+	}
+	return h.d.Capture.Range(ctx, scope, metrics.IDs(), metrics.Range{Start: start, End: end, Step: h.d.Step})
 }
 
 // completeWithin is how long after an incident's window ends its archived
