@@ -123,9 +123,9 @@ type instance struct {
 	// weight is the instance's share of the model's traffic at the
 	// router, relative to the other instances (1 by default, 0: cordoned).
 	weight float64
-	cfg   EngineConfig
-	gpus  []gpuState
-	rng   *rand.Rand
+	cfg    EngineConfig
+	gpus   []gpuState
+	rng    *rand.Rand
 
 	queue    float64 // fluid backlog of requests beyond capacity
 	running  float64 // sequences in the batch (instant gauge, whole)
