@@ -480,7 +480,16 @@ func changeTimeline(cs []store.Change) []views.TimelineEntry {
 	var out []views.TimelineEntry
 	for _, ch := range cs {
 		r := changeRow(ch)
-		out = append(out, views.TimelineEntry{At: ch.CreatedAt, Kind: "change", Who: ch.CreatedBy, Text: r.Title + " (" + ch.Delivery + ")", Link: r.Link})
+		text := r.Title
+		switch ch.Delivery {
+		case store.DeliveryPending:
+			text += " (webhook: sending)"
+		case store.DeliveryDelivered:
+			text += " (webhook: delivered)"
+		case store.DeliveryFailed:
+			text += " (webhook: failed)"
+		}
+		out = append(out, views.TimelineEntry{At: ch.CreatedAt, Kind: "change", Who: ch.CreatedBy, Text: text, Link: r.Link})
 		if !ch.AppliedAt.IsZero() {
 			text := r.Title
 			if ch.Verdict != "" {

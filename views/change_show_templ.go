@@ -767,7 +767,7 @@ func changeList(rows []ChangeRow, readOnly bool) templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 75, "<h2>Change requests</h2><table data-testid=\"changes\"><thead><tr><th>Change</th><th>Status</th><th>Delivery</th><th>Outcome</th><th>Created</th></tr></thead> <tbody>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 75, "<h2 id=\"changes\">Change requests</h2><table data-testid=\"changes\"><thead><tr><th>Change</th><th>Status</th><th>Delivery</th><th>Outcome</th><th>Created</th></tr></thead> <tbody>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -410,7 +410,7 @@ func DiagnosisPanel(p DiagnosisPanelView) templ.Component {
 			}
 		}
 		if len(p.D.Actions) > 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, "<h3>Actions</h3><ol class=\"actions\" data-testid=\"diagnosis-actions\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, "<h3>Actions</h3><ol class=\"actions\" id=\"actions\" data-testid=\"diagnosis-actions\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
