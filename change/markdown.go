@@ -58,6 +58,13 @@ func (r Request) Markdown() string {
 		if len(r.Capacity.Idle) > 0 {
 			w("\n")
 		}
+		if len(r.Alternatives) > 0 {
+			w("\nIn-place alternatives to try first:\n")
+			for _, a := range r.Alternatives {
+				w("\n- %s", a)
+			}
+			w("\n")
+		}
 	}
 	w("\n## Expected effect\n\n| metric | dimension | direction | size |\n|---|---|---|---|\n")
 	for _, e := range r.Effects {

@@ -43,6 +43,9 @@ type Request struct {
 	// Capacity is the idle-GPU check behind scale-out advice; nil for
 	// other actions or when no GPU data was available.
 	Capacity *Capacity `json:"capacity,omitempty"`
+	// Alternatives are the diagnosis's in-place actions, suggested first
+	// when the capacity check found no room to scale out.
+	Alternatives []string `json:"in_place_alternatives,omitempty"`
 }
 
 // Diagnosis is the part of the diagnosis a change request carries.
@@ -118,6 +121,13 @@ func Build(in BuildInput) (Request, error) {
 		mt, _ := metrics.Lookup(e.Metric)
 		name := e.Metric
 		r.Effects = append(r.Effects, ExpectedEffect{Metric: e.Metric, Name: name, Dimension: string(mt.Dimension), Direction: e.Direction, Size: e.Size})
+	}
+	if in.Capacity != nil && in.Capacity.Replicas == 0 {
+		for _, a := range in.Diagnosis.Actions {
+			if a.ID != in.Action.ID && !ScaleOut(a) {
+				r.Alternatives = append(r.Alternatives, a.Title)
+			}
+		}
 	}
 	r.Title = in.Action.Title
 	if in.Proposal != nil {

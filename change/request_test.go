@@ -69,6 +69,19 @@ func TestBuildRendersDiffHelmAndWindow(t *testing.T) {
 	if err != nil || r3.VLLMArgs != "" || r3.HelmValues != "replicaCount: 3  # was 2\n" {
 		t.Errorf("replicas: %v %q %q", err, r3.VLLMArgs, r3.HelmValues)
 	}
+	full := diagnose.Diagnosis{RootCause: metrics.CauseKVCacheEviction, Actions: diagnose.ActionsFor(metrics.CauseKVCacheEviction)}
+	none := CheckCapacity([]GPU{{Host: "n1", GPU: "0", Engine: "llama-0", MaxUtil: 0.9, Samples: 5}}, 15*time.Minute, 2)
+	r4, err := Build(BuildInput{IncidentID: 7, Diagnosis: full, Action: rep, Proposal: &pr, Capacity: &none, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"Give the KV cache more memory", "Cap the context length"}
+	if len(r4.Alternatives) != len(want) || r4.Alternatives[0] != want[0] || r4.Alternatives[1] != want[1] {
+		t.Errorf("in-place alternatives %q, want %q", r4.Alternatives, want)
+	}
+	if md := r4.Markdown(); !strings.Contains(md, "In-place alternatives to try first:\n\n- Give the KV cache more memory") || !strings.Contains(md, "No idle GPU") {
+		t.Errorf("markdown lacks the alternatives:\n%s", md)
+	}
 	if _, err := Build(BuildInput{Action: rep, Now: now}); err == nil {
 		t.Error("a knob action without a proposal was built")
 	}

@@ -35,6 +35,7 @@ type ChangeStore interface {
 	SetChangeStatus(ctx context.Context, incidentID, id int64, status store.ChangeStatus, at time.Time) error
 	SetChangeOutcome(ctx context.Context, incidentID, id int64, outcome json.RawMessage, verdict string) error
 	ActionOutcomes(ctx context.Context, cause string) ([]store.ActionOutcome, error)
+	UnmeasuredChanges(ctx context.Context) ([]store.Change, error)
 }
 
 // EngineInfo reads the engine configuration labels of a scope.
@@ -350,23 +351,26 @@ func (h *Changes) deliver(ctx context.Context, ch store.Change) {
 }
 
 // Run re-tries pending deliveries (left by a restart or a failed round)
-// every interval until ctx is done. It does nothing without a webhook.
+// and measures the applied changes whose outcome window has passed, every
+// interval until ctx is done.
 func (h *Changes) Run(ctx context.Context, interval time.Duration) {
-	if h.d.Webhook == nil {
-		return
-	}
 	if interval <= 0 {
 		interval = time.Minute
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		pending, err := h.d.Store.PendingChanges(ctx)
-		if err != nil && ctx.Err() == nil {
-			h.d.Logger.WarnContext(ctx, "changes: pending deliveries", "err", err)
+		if h.d.Webhook != nil {
+			pending, err := h.d.Store.PendingChanges(ctx)
+			if err != nil && ctx.Err() == nil {
+				h.d.Logger.WarnContext(ctx, "changes: pending deliveries", "err", err)
+			}
+			for _, ch := range pending {
+				h.startDelivery(ch)
+			}
 		}
-		for _, ch := range pending {
-			h.startDelivery(ch)
+		if _, err := h.MeasureDue(ctx); err != nil && ctx.Err() == nil {
+			h.d.Logger.WarnContext(ctx, "changes: outcomes", "err", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -374,6 +378,36 @@ func (h *Changes) Run(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// MeasureDue measures every applied change whose outcome window has
+// passed and returns how many it measured.
+func (h *Changes) MeasureDue(ctx context.Context) (int, error) {
+	if h.d.Capture == nil {
+		return 0, nil
+	}
+	due, err := h.d.Store.UnmeasuredChanges(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	var errs []error
+	for _, ch := range due {
+		p, err := h.d.Store.Page(ctx, ch.IncidentID)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		got, err := h.measure(ctx, p.Incident.Scope, ch)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("change %d: %w", ch.ID, err))
+			continue
+		}
+		if len(got.Outcome) > 0 {
+			n++
+		}
+	}
+	return n, errors.Join(errs...)
 }
 
 // measure evaluates an applied change's outcome once its window has
@@ -527,6 +561,9 @@ func (h *Changes) changeView(inc store.Incident, ch store.Change) views.ChangeVi
 	}
 	if req.Capacity != nil {
 		v.Capacity = req.Capacity.Summary
+		if len(req.Alternatives) > 0 {
+			v.Capacity += " In-place alternatives to try first: " + strings.Join(req.Alternatives, "; ") + "."
+		}
 	}
 	for _, e := range req.Effects {
 		v.Effects = append(v.Effects, views.EffectText(diagnose.Effect{Metric: e.Metric, Direction: e.Direction, Size: e.Size}))

@@ -53,7 +53,7 @@ func (r *receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusCreated)
 }
 
-func newChangeFixture(t *testing.T, hook string) (*archiveFixture, *store.Store) {
+func newChangeFixture(t *testing.T, hook string) (*archiveFixture, *store.Store, *handlers.Changes, *clock) {
 	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "casebook.db"))
 	if err != nil {
@@ -63,7 +63,10 @@ func newChangeFixture(t *testing.T, hook string) (*archiveFixture, *store.Store)
 	tel := sharedTel()
 	var srvLayout func(string, string) views.LayoutView
 	layout := func(title, nav string) views.LayoutView { return srvLayout(title, nav) }
+	clk := &clock{}
+	var ch *handlers.Changes
 	f := newFixture(t, tel, func(o *web.Options) {
+		clk.t = o.Now()
 		w, err := change.NewWebhook(change.WebhookOptions{URL: hook, Secret: "hook-secret", Backoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -72,10 +75,11 @@ func newChangeFixture(t *testing.T, hook string) (*archiveFixture, *store.Store)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ch := handlers.NewChanges(context.Background(), handlers.ChangeDeps{
+		ch = handlers.NewChanges(context.Background(), handlers.ChangeDeps{
 			Store: st, Capture: tel, Engine: engineInfo{"gpu_memory_utilization": "0.9", "block_size": "16"},
 			GPUs:    gpus{{Host: "node-7", GPU: "0", MaxUtil: 0, Samples: 30}, {Host: "node-7", GPU: "1", MaxUtil: 0.01, Samples: 30}},
-			Webhook: w, Schedule: &sched, BaseURL: "https://casebook.example", Layout: layout, Now: o.Now,
+			Webhook: w, Schedule: &sched, BaseURL: "https://casebook.example", Layout: layout, Now: clk.now,
+			OutcomeWindow: 8 * time.Minute,
 		})
 		inc := handlers.NewIncidents(handlers.IncidentDeps{
 			Archive: st, Capture: tel, Diagnoser: o.Diagnoser, AlertToken: alertToken, Layout: layout, Now: o.Now, Changes: ch,
@@ -83,7 +87,25 @@ func newChangeFixture(t *testing.T, hook string) (*archiveFixture, *store.Store)
 		o.Incidents, o.IncidentOpener = inc, inc
 	})
 	srvLayout = web.New(f.opts).Handlers.Layout
-	return &archiveFixture{fixture: f, st: st}, st
+	return &archiveFixture{fixture: f, st: st}, st, ch, clk
+}
+
+// clock is a settable time for the change handlers.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
 }
 
 func postForm(t *testing.T, f *archiveFixture, path string, form url.Values) response {
@@ -95,7 +117,8 @@ func TestChangeRequestFromAnIncident(t *testing.T) {
 	rec := &receiver{}
 	hook := httptest.NewServer(rec)
 	defer hook.Close()
-	f, st := newChangeFixture(t, hook.URL)
+	f, st, changes, clk := newChangeFixture(t, hook.URL)
+	end := clk.now()
 	if r := f.postAlert(t, alertBody("firing", "c0ffee0000000001", "llama-70b", "llama-70b-1", "TTFT high", ""), alertToken); r.status != 200 {
 		t.Fatalf("alert: %d %s", r.status, r.body)
 	}
@@ -177,9 +200,38 @@ func TestChangeRequestFromAnIncident(t *testing.T) {
 		t.Errorf("capacity or helm missing on the replica change")
 	}
 
-	// Applied: on the timeline and the knowledge base.
+	// Applied ten minutes before the fake's storm ends: the eight minutes
+	// before it were calm, the window after it holds the storm, so the
+	// expected drop in preemptions and TTFT did not happen.
+	clk.set(end.Add(-10 * time.Minute))
 	if r := postForm(t, f, "/incidents/1/changes/1/status", url.Values{"status": {"applied"}}); r.status != http.StatusSeeOther {
 		t.Fatalf("apply: %d %s", r.status, r.body)
+	}
+	if n, err := changes.MeasureDue(context.Background()); err != nil || n != 0 {
+		t.Fatalf("measured %d before the window passed (%v)", n, err)
+	}
+	if s := f.get(t, "/incidents/1/changes/1"); !strings.Contains(s.body, `data-testid="change-outcome-due"`) {
+		t.Errorf("the applied change does not say when its outcome is due")
+	}
+	clk.set(end.Add(time.Minute))
+	if n, err := changes.MeasureDue(context.Background()); err != nil || n != 1 {
+		t.Fatalf("measured %d after the window (%v)", n, err)
+	}
+	measured, err := st.Change(context.Background(), 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o change.Outcome
+	if err := json.Unmarshal(measured.Outcome, &o); err != nil || measured.Verdict != change.VerdictNotExpected {
+		t.Fatalf("outcome %v %s %s", err, measured.Verdict, measured.Outcome)
+	}
+	for _, e := range o.Effects {
+		if e.Metric == metrics.TTFT && !(e.After > e.Before && e.Verdict == change.VerdictNotExpected) {
+			t.Errorf("TTFT outcome %+v: the storm raised it, want not_expected", e)
+		}
+	}
+	if s := f.get(t, "/incidents/1/changes/1"); !strings.Contains(s.body, `data-testid="change-verdict"`) || !strings.Contains(s.body, "moved the other way") {
+		t.Errorf("the change page does not show the measured outcome")
 	}
 	if r := postForm(t, f, "/incidents/1/changes/1/status", url.Values{"status": {"done"}}); r.status != 400 {
 		t.Errorf("bad status: %d", r.status)
@@ -191,7 +243,7 @@ func TestChangeRequestFromAnIncident(t *testing.T) {
 		}
 	}
 	kb := f.get(t, "/kb/kv_cache_eviction")
-	if !strings.Contains(kb.body, "Applied once; the outcome is not measured yet.") {
+	if !strings.Contains(kb.body, "Applied once; had the expected effect 0 times of 1 measured.") {
 		t.Errorf("knowledge base lacks the action's outcome:\n%.2000s", kb.body)
 	}
 	for path, status := range map[string]int{"/incidents/1/changes/9": 404, "/incidents/1/changes/1.pdf": 400, "/incidents/2/changes/1": 404} {

@@ -198,6 +198,17 @@ func (s *Store) PendingChanges(ctx context.Context) ([]Change, error) {
 	return out, nil
 }
 
+// UnmeasuredChanges returns the applied change requests whose outcome has
+// not been measured yet, oldest first.
+func (s *Store) UnmeasuredChanges(ctx context.Context) ([]Change, error) {
+	out, err := s.queryChanges(ctx, `SELECT `+changeColumns+` FROM change_requests
+		WHERE status = 'applied' AND applied_at IS NOT NULL AND outcome IS NULL ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("store: unmeasured changes: %w", err)
+	}
+	return out, nil
+}
+
 func (s *Store) queryChanges(ctx context.Context, q string, args ...any) ([]Change, error) {
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {

@@ -67,8 +67,14 @@ func TestChangeRequests(t *testing.T) {
 	if err := s.SetChangeStatus(ctx, inc.ID, c.ID, store.ChangeApplied, applied); err != nil {
 		t.Fatal(err)
 	}
+	if u, err := s.UnmeasuredChanges(ctx); err != nil || len(u) != 1 || u[0].ID != c.ID {
+		t.Fatalf("unmeasured after applying: %v %+v", err, u)
+	}
 	if err := s.SetChangeOutcome(ctx, inc.ID, c.ID, json.RawMessage(`{"verdict":"expected"}`), "expected"); err != nil {
 		t.Fatal(err)
+	}
+	if u, err := s.UnmeasuredChanges(ctx); err != nil || len(u) != 0 {
+		t.Fatalf("unmeasured after measuring: %v %+v", err, u)
 	}
 	if err := s.SetChangeStatus(ctx, inc.ID, c.ID, "done", applied); !errors.Is(err, store.ErrInvalid) {
 		t.Errorf("bad status: %v", err)
