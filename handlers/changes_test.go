@@ -257,3 +257,61 @@ func (f *fixture) get(t testing.TB, path string) response {
 	t.Helper()
 	return f.do(t, http.MethodGet, path, nil, nil)
 }
+
+func TestChangeDeliveryRefusedAndResent(t *testing.T) {
+	var mu sync.Mutex
+	code := http.StatusUnprocessableEntity
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.WriteHeader(code)
+	}))
+	defer hook.Close()
+	f, st, _, _ := newChangeFixture(t, hook.URL)
+	if r := f.postAlert(t, alertBody("firing", "c0ffee0000000002", "llama-70b", "llama-70b-1", "TTFT high", ""), alertToken); r.status != 200 {
+		t.Fatalf("alert: %d %s", r.status, r.body)
+	}
+	if r := postForm(t, f, "/incidents/1/changes", url.Values{"action": {"raise_gpu_memory_utilization"}}); r.status != http.StatusSeeOther {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	wait := func(want string, attempts int) store.Change {
+		t.Helper()
+		var ch store.Change
+		for range 500 {
+			var err error
+			if ch, err = st.Change(context.Background(), 1, 1); err != nil {
+				t.Fatal(err)
+			}
+			if ch.Delivery == want && len(ch.Attempts) == attempts {
+				return ch
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("delivery %s after %d attempts, want %s after %d", ch.Delivery, len(ch.Attempts), want, attempts)
+		return ch
+	}
+	// A 422 is the receiver's final word: no retry.
+	ch := wait(store.DeliveryFailed, 1)
+	if ch.Attempts[0].Code != 422 || ch.Status != store.ChangeProposed {
+		t.Errorf("after the refusal: %+v", ch)
+	}
+	page := f.get(t, "/incidents/1/changes/1")
+	for _, want := range []string{"Failed after 1 attempt.", `data-testid="change-redeliver"`, "422 Unprocessable Entity"} {
+		if !strings.Contains(page.body, want) {
+			t.Errorf("change page lacks %q", want)
+		}
+	}
+	if inc := f.get(t, "/incidents/1"); !strings.Contains(inc.body, "(webhook: failed)") {
+		t.Errorf("the incident's timeline does not show the failed delivery")
+	}
+	mu.Lock()
+	code = http.StatusOK
+	mu.Unlock()
+	if r := postForm(t, f, "/incidents/1/changes/1/deliver", nil); r.status != http.StatusSeeOther {
+		t.Fatalf("resend: %d %s", r.status, r.body)
+	}
+	ch = wait(store.DeliveryDelivered, 2)
+	if !ch.Attempts[1].OK || ch.Status != store.ChangeSent {
+		t.Errorf("after resending: %+v", ch)
+	}
+}
