@@ -242,6 +242,9 @@ func TestChangeRequestFromAnIncident(t *testing.T) {
 			t.Errorf("incident page lacks %q after the change", want)
 		}
 	}
+	if pm := f.get(t, "/incidents/1/postmortem.md"); !strings.Contains(pm.body, "## Change requests\n\n- ") || !strings.Contains(pm.body, "outcome: not the expected effect (/incidents/1/changes/1)") {
+		t.Errorf("the postmortem lacks the change requests:\n%s", pm.body)
+	}
 	kb := f.get(t, "/kb/kv_cache_eviction")
 	if !strings.Contains(kb.body, "Applied once; had the expected effect 0 times of 1 measured.") {
 		t.Errorf("knowledge base lacks the action's outcome:\n%.2000s", kb.body)
