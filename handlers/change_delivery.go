@@ -22,13 +22,12 @@ func (h *Changes) startDelivery(ch store.Change) {
 
 func (h *Changes) deliver(ctx context.Context, ch store.Change) {
 	w := h.d.Webhook
-	done := 0
-	for _, a := range ch.Attempts {
-		done = max(done, a.Attempt)
-	}
+	// Attempts are numbered across rounds; the webhook counts the
+	// current round's.
+	done := max(0, len(ch.Attempts)-ch.RoundStart)
 	w.Deliver(ctx, ch.UID, ch.Doc, done, func(a change.Attempt) {
 		final := !a.OK && (!a.Retry || a.N >= w.Attempts())
-		d := store.Delivery{Attempt: a.N, At: a.At, OK: a.OK, Code: a.Code, Error: a.Error}
+		d := store.Delivery{Attempt: ch.RoundStart + a.N, At: a.At, OK: a.OK, Code: a.Code, Error: a.Error}
 		if err := h.d.Store.RecordDelivery(context.WithoutCancel(ctx), ch.ID, d, final); err != nil {
 			h.d.Logger.ErrorContext(ctx, "changes: record delivery", "change", ch.ID, "err", err)
 		}

@@ -315,8 +315,6 @@ func (h *Changes) Deliver(c echo.Context) error {
 	if err != nil {
 		return changeError(err)
 	}
-	// A new round of attempts: earlier ones stay on the page.
-	ch.Attempts = nil
-	h.startDelivery(ch)
+	h.startDelivery(ch) // a new round of attempts; earlier ones stay on the page
 	return c.Redirect(http.StatusSeeOther, views.ChangePath(incident, id))
 }

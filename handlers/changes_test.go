@@ -314,7 +314,7 @@ func TestChangeDeliveryRefusedAndResent(t *testing.T) {
 		t.Fatalf("resend: %d %s", r.status, r.body)
 	}
 	ch = wait(store.DeliveryDelivered, 2)
-	if !ch.Attempts[1].OK || ch.Status != store.ChangeSent {
+	if !ch.Attempts[1].OK || ch.Attempts[1].Attempt != 2 || ch.RoundStart != 1 || ch.Status != store.ChangeSent {
 		t.Errorf("after resending: %+v", ch)
 	}
 }

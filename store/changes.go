@@ -68,7 +68,10 @@ type Change struct {
 	Outcome    json.RawMessage `json:"outcome,omitempty"`
 	Verdict    string          `json:"verdict,omitempty"`
 	Delivery   string          `json:"delivery"`
-	Attempts   []Delivery      `json:"attempts,omitempty"`
+	// RoundStart is how many of Attempts belong to earlier rounds of
+	// delivery; the current round's attempts follow them.
+	RoundStart int        `json:"round_start,omitempty"`
+	Attempts   []Delivery `json:"attempts,omitempty"`
 }
 
 // Delivery is one webhook attempt of a change request.
@@ -129,7 +132,7 @@ func (s *Store) AddChange(ctx context.Context, c NewChange) (Change, error) {
 }
 
 const changeColumns = `id, incident_id, uid, root_cause, action_id, knob, before_value, after_value, doc, markdown,
-	status, created_at, created_by, applied_at, outcome, verdict, delivery`
+	status, created_at, created_by, applied_at, outcome, verdict, delivery, round_start`
 
 func scanChange(row interface{ Scan(...any) error }) (Change, error) {
 	var c Change
@@ -138,7 +141,7 @@ func scanChange(row interface{ Scan(...any) error }) (Change, error) {
 	var applied sql.NullInt64
 	var outcome sql.NullString
 	err := row.Scan(&c.ID, &c.IncidentID, &c.UID, &c.RootCause, &c.ActionID, &c.Knob, &c.Before, &c.After, &doc, &c.Markdown,
-		&status, &created, &c.CreatedBy, &applied, &outcome, &c.Verdict, &c.Delivery)
+		&status, &created, &c.CreatedBy, &applied, &outcome, &c.Verdict, &c.Delivery, &c.RoundStart)
 	if err != nil {
 		return Change{}, err
 	}
@@ -285,9 +288,13 @@ func (s *Store) RecordDelivery(ctx context.Context, changeID int64, d Delivery, 
 	return nil
 }
 
-// Redeliver marks a change request pending for the webhook again.
+// Redeliver marks a change request pending for the webhook again, in a
+// new round of attempts.
 func (s *Store) Redeliver(ctx context.Context, incidentID, id int64) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE change_requests SET delivery = 'pending' WHERE id = ? AND incident_id = ?`, id, incidentID)
+	res, err := s.w.ExecContext(ctx, `
+		UPDATE change_requests SET delivery = 'pending',
+			round_start = (SELECT count(*) FROM change_deliveries WHERE change_id = change_requests.id)
+		WHERE id = ? AND incident_id = ?`, id, incidentID)
 	return rowsChanged(res, err, fmt.Sprintf("store: redeliver change %d of incident %d", id, incidentID))
 }
 

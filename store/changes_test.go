@@ -112,7 +112,13 @@ func TestChangeRequests(t *testing.T) {
 	if err := s.Redeliver(ctx, inc.ID, c2.ID); err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := s.PendingChanges(ctx); len(p) != 1 || p[0].ID != c2.ID {
+	if p, _ := s.PendingChanges(ctx); len(p) != 1 || p[0].ID != c2.ID || p[0].RoundStart != 0 {
 		t.Errorf("redeliver: %+v", p)
+	}
+	if err := s.Redeliver(ctx, inc.ID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := s.Change(ctx, inc.ID, c.ID); again.RoundStart != 2 || again.Delivery != store.DeliveryPending {
+		t.Errorf("a new round after two attempts: %+v", again)
 	}
 }

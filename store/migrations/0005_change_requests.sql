@@ -24,7 +24,10 @@ CREATE TABLE change_requests (
     -- Delivery state of the webhook: none (no webhook), pending (to try),
     -- delivered, failed (attempts used up or refused).
     delivery     TEXT NOT NULL DEFAULT 'none'
-                 CHECK (delivery IN ('none', 'pending', 'delivered', 'failed'))
+                 CHECK (delivery IN ('none', 'pending', 'delivered', 'failed')),
+    -- Attempts made before the current round of delivery (a round is
+    -- started again by hand after a failure).
+    round_start  INTEGER NOT NULL DEFAULT 0
 );
 
 CREATE INDEX change_requests_incident ON change_requests (incident_id, id);
