@@ -112,6 +112,7 @@ const (
 	RouteChangeShow    = "change.show"
 	RouteChangeStatus  = "change.status"
 	RouteChangeDeliver = "change.deliver"
+	RouteAPIChangeList = "api.change.list"
 )
 
 // Register adds the change-request routes to g (the root group).
@@ -120,6 +121,28 @@ func (h *Changes) Register(g *echo.Group) {
 	g.GET("/incidents/:id/changes/:cid", h.Show).Name = RouteChangeShow // also :cid.md and :cid.json
 	g.POST("/incidents/:id/changes/:cid/status", h.Status).Name = RouteChangeStatus
 	g.POST("/incidents/:id/changes/:cid/deliver", h.Deliver).Name = RouteChangeDeliver
+	g.GET("/api/v1/incidents/:id/changes", h.APIList).Name = RouteAPIChangeList
+}
+
+// APIList returns an incident's change requests as JSON: each with its
+// document, status, delivery attempts and outcome.
+func (h *Changes) APIList(c echo.Context) error {
+	ctx := c.Request().Context()
+	id, err := incidentID(c)
+	if err != nil {
+		return err
+	}
+	if _, err := h.d.Store.Page(ctx, id); err != nil {
+		return archiveError(err, "id")
+	}
+	cs, err := h.d.Store.Changes(ctx, id)
+	if err != nil {
+		return err
+	}
+	if cs == nil {
+		cs = []store.Change{}
+	}
+	return c.JSON(http.StatusOK, map[string]any{"changes": cs})
 }
 
 // Current returns the knob values Casebook knows for a scope: the engine's

@@ -245,6 +245,16 @@ func TestChangeRequestFromAnIncident(t *testing.T) {
 	if pm := f.get(t, "/incidents/1/postmortem.md"); !strings.Contains(pm.body, "## Change requests\n\n- ") || !strings.Contains(pm.body, "outcome: not the expected effect (/incidents/1/changes/1)") {
 		t.Errorf("the postmortem lacks the change requests:\n%s", pm.body)
 	}
+	var api struct {
+		Changes []store.Change `json:"changes"`
+	}
+	if r := f.get(t, "/api/v1/incidents/1/changes"); json.Unmarshal([]byte(r.body), &api) != nil || len(api.Changes) != 2 ||
+		api.Changes[0].Verdict != change.VerdictNotExpected || len(api.Changes[0].Attempts) != 2 || api.Changes[1].After != "3" {
+		t.Errorf("API list: %d %.500s", r.status, r.body)
+	}
+	if r := f.get(t, "/api/v1/incidents/9/changes"); r.status != 404 {
+		t.Errorf("API list of an unknown incident: %d", r.status)
+	}
 	kb := f.get(t, "/kb/kv_cache_eviction")
 	if !strings.Contains(kb.body, "Applied once; had the expected effect 0 times of 1 measured.") {
 		t.Errorf("knowledge base lacks the action's outcome:\n%.2000s", kb.body)
