@@ -94,6 +94,7 @@ var wantPolicy = map[string]web.Policy{
 	"incident.print": web.PolicyViewer, "accuracy.show": web.PolicyViewer, "kb.list": web.PolicyViewer,
 	"kb.show": web.PolicyViewer, "api.incident.list": web.PolicyViewer, "api.incident.show": web.PolicyViewer,
 	"api.incident.export": web.PolicyViewer, "api.incident.trace.list": web.PolicyViewer,
+	"change.show": web.PolicyViewer, "api.change.list": web.PolicyViewer,
 
 	"diagnosis.create.model": web.PolicyReviewer, "diagnosis.create.instance": web.PolicyReviewer,
 	"api.diagnosis.create": web.PolicyReviewer, "fault.create": web.PolicyReviewer, "fault.clear": web.PolicyReviewer,
@@ -101,6 +102,7 @@ var wantPolicy = map[string]web.Policy{
 	"incident.diagnosis.create": web.PolicyReviewer, "incident.trace.create": web.PolicyReviewer,
 	"incident.trace.delete": web.PolicyReviewer, "api.incident.label.create": web.PolicyReviewer,
 	"api.incident.note.create": web.PolicyReviewer, "api.incident.trace.create": web.PolicyReviewer,
+	"change.create": web.PolicyReviewer, "change.status": web.PolicyReviewer, "change.deliver": web.PolicyReviewer,
 
 	"incident.share.create": web.PolicyAdmin, "incident.share.revoke": web.PolicyAdmin,
 	"admin.user.list": web.PolicyAdmin, "admin.user.create": web.PolicyAdmin, "admin.user.update": web.PolicyAdmin,

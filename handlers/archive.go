@@ -1,11 +1,14 @@
 package handlers
 
 import (
+	"context"
 	"net/http"
+	"slices"
 	"sort"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
@@ -124,9 +127,39 @@ func (h *Incidents) KBCause(c echo.Context) error {
 			continue
 		}
 		for _, a := range decodeDiagnosis(p.Diagnoses[0]).Actions {
-			v.Actions = append(v.Actions, views.KBActionView{Title: a.Title, Why: a.Why, Risk: a.Risk})
+			v.Actions = append(v.Actions, views.KBActionView{ID: a.ID, Title: a.Title, Why: a.Why, Risk: a.Risk})
 		}
 		break
 	}
+	if len(v.Actions) == 0 {
+		for _, a := range diagnose.ActionsFor(id) {
+			v.Actions = append(v.Actions, views.KBActionView{ID: a.ID, Title: a.Title, Why: a.Why, Risk: a.Risk})
+		}
+	}
+	if h.d.Changes != nil {
+		h.addOutcomes(ctx, &v, id)
+	}
 	return render(c, http.StatusOK, views.CausePage(v))
+}
+
+// addOutcomes counts, per action of a cause, the change requests made, the
+// ones applied and how often they had the expected effect. Actions with
+// change requests that are no longer among the typical ones are listed
+// too.
+func (h *Incidents) addOutcomes(ctx context.Context, v *views.CauseView, cause string) {
+	outs, err := h.d.Changes.d.Store.ActionOutcomes(ctx, cause)
+	if err != nil {
+		h.d.Logger.WarnContext(ctx, "kb: action outcomes", "cause", cause, "err", err)
+		return
+	}
+	for _, o := range outs {
+		i := slices.IndexFunc(v.Actions, func(a views.KBActionView) bool { return a.ID == o.ActionID })
+		if i < 0 {
+			v.Actions = append(v.Actions, views.KBActionView{ID: o.ActionID, Title: o.ActionID})
+			i = len(v.Actions) - 1
+		}
+		a := &v.Actions[i]
+		a.Requested, a.Applied, a.Expected = o.Requested, o.Applied, o.Expected
+		a.Measured = o.Expected + o.NotExpected + o.Inconclusive
+	}
 }

@@ -24,8 +24,29 @@ func (h *Incidents) Postmortem(c echo.Context) error {
 	if err != nil {
 		return archiveError(err, "id")
 	}
+	md := PostmortemMarkdown(p, h.causeTitles(ctx))
+	if h.d.Changes != nil {
+		if cs, err := h.d.Changes.d.Store.Changes(ctx, id); err == nil && len(cs) > 0 {
+			md = strings.Replace(md, "\n## Follow-ups", "\n"+changesMarkdown(cs)+"\n## Follow-ups", 1)
+		}
+	}
 	c.Response().Header().Set(echo.HeaderContentDisposition, fmt.Sprintf(`inline; filename="incident-%d-postmortem.md"`, id))
-	return c.Blob(http.StatusOK, "text/markdown; charset=utf-8", []byte(PostmortemMarkdown(p, h.causeTitles(ctx))))
+	return c.Blob(http.StatusOK, "text/markdown; charset=utf-8", []byte(md))
+}
+
+// changesMarkdown lists an incident's change requests for its postmortem.
+func changesMarkdown(cs []store.Change) string {
+	var b strings.Builder
+	b.WriteString("## Change requests\n\n")
+	for _, ch := range cs {
+		r := changeRow(ch)
+		fmt.Fprintf(&b, "- %s %s: %s, webhook %s", mdTime(ch.CreatedAt), mdEscape(r.Title), views.StatusWord(string(ch.Status)), ch.Delivery)
+		if ch.Verdict != "" {
+			fmt.Fprintf(&b, ", outcome: %s", views.StatusWord(ch.Verdict))
+		}
+		fmt.Fprintf(&b, " (%s)\n", r.Link)
+	}
+	return b.String()
 }
 
 // mdEscape keeps user text from being read as Markdown or HTML: it

@@ -218,6 +218,9 @@ func (h *Incidents) buildView(ctx context.Context, p store.Page, shares []store.
 		v.Similar = h.similarIncidents(ctx, decodeDiagnosis(p.Diagnoses[0]), inc.ID, title)
 	}
 	v.Timeline = timeline(p, title)
+	if h.d.Changes != nil {
+		h.addChanges(ctx, &v, inc, readOnly)
+	}
 	for _, s := range shares {
 		v.Shares = append(v.Shares, views.ShareRow{ID: s.ID, CreatedBy: s.CreatedBy, CreatedAt: s.CreatedAt,
 			ExpiresAt: s.ExpiresAt, RevokedAt: s.RevokedAt, Active: s.Active(now)})
@@ -413,4 +416,20 @@ func (h *Incidents) Revoke(c echo.Context) error {
 		return archiveError(err, "share")
 	}
 	return redirect(c, views.IncidentPath(id))
+}
+
+// addChanges puts the incident's change requests on its page and, unless
+// read-only, a change-request form under each action.
+func (h *Incidents) addChanges(ctx context.Context, v *views.IncidentView, inc store.Incident, readOnly bool) {
+	cs, err := h.d.Changes.d.Store.Changes(ctx, inc.ID)
+	if err != nil {
+		h.d.Logger.WarnContext(ctx, "incidents: change requests", "incident", inc.ID, "err", err)
+	}
+	v.Changes = ChangeRows(cs)
+	v.Timeline = append(v.Timeline, changeTimeline(cs)...)
+	sort.SliceStable(v.Timeline, func(i, j int) bool { return v.Timeline[i].At.Before(v.Timeline[j].At) })
+	if !readOnly {
+		v.Current.ChangeURL = views.IncidentPath(inc.ID) + "/changes"
+		v.Current.Current = h.d.Changes.Current(ctx, inc.Scope)
+	}
 }

@@ -74,6 +74,10 @@ type IncidentDeps struct {
 	// TraceMaxBytes bounds a kernel-trace upload; zero means
 	// DefaultTraceMaxBytes (512 MiB).
 	TraceMaxBytes int64
+	// Changes, when set, puts change requests on the incident page (a
+	// form per action, the list, the timeline) and action outcomes on
+	// the knowledge base.
+	Changes *Changes
 }
 
 // Incidents serves the incident archive: the Alertmanager webhook, the
@@ -152,6 +156,9 @@ func (h *Incidents) Register(g *echo.Group) {
 	g.POST("/api/v1/incidents/:id/notes", h.APINote).Name = RouteAPIIncidentNote
 	g.GET("/api/v1/incidents/:id/export", h.APIExport).Name = RouteAPIIncidentExport
 	h.registerTraces(g)
+	if h.d.Changes != nil {
+		h.d.Changes.Register(g)
+	}
 }
 
 func (h *Incidents) layout(title, nav string) views.LayoutView {

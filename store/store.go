@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net/url"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -131,9 +132,12 @@ func Migrations() ([]Migration, error) {
 		out = append(out, Migration{Version: v, Name: rest, SQL: string(body)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
+	// Versions increase without repeats. A gap is allowed: branches
+	// reserve their numbers, and a database that ran a later migration
+	// still gets an earlier one that arrives with a merge.
 	for i, m := range out {
-		if m.Version != i+1 {
-			return nil, fmt.Errorf("store: migration versions must run 1, 2, 3...; found %04d at position %d", m.Version, i+1)
+		if m.Version < 1 || (i > 0 && m.Version == out[i-1].Version) {
+			return nil, fmt.Errorf("store: migration version %04d is repeated or not positive", m.Version)
 		}
 	}
 	return out, nil
@@ -167,10 +171,32 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if current > len(migs) {
-		return fmt.Errorf("store: migrate: database schema version %d is newer than this build knows (%d)", current, len(migs))
+	latest := 0
+	if len(migs) > 0 {
+		latest = migs[len(migs)-1].Version
 	}
-	if current > 0 && current < len(migs) {
+	if current > latest {
+		return fmt.Errorf("store: migrate: database schema version %d is newer than this build knows (%d)", current, latest)
+	}
+	var applied []int
+	rows, err := s.w.QueryContext(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return fmt.Errorf("store: migrate: read schema_migrations: %w", err)
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return fmt.Errorf("store: migrate: read schema_migrations: %w", err)
+		}
+		applied = append(applied, v)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("store: migrate: read schema_migrations: %w", err)
+	}
+	pending := slices.DeleteFunc(slices.Clone(migs), func(m Migration) bool { return slices.Contains(applied, m.Version) })
+	if current > 0 && len(pending) > 0 {
 		// Migrations only go forward: keep the database as it was before
 		// this build changes its schema, so a downgrade is a restore.
 		bak := fmt.Sprintf("%s.v%d-%s.bak", s.path, current, time.Now().UTC().Format("20060102T150405Z"))
@@ -178,7 +204,7 @@ func (s *Store) migrate(ctx context.Context) error {
 			return fmt.Errorf("store: migrate: backup before migrating from version %d: %w", current, err)
 		}
 	}
-	for _, m := range migs[current:] {
+	for _, m := range pending {
 		if err := s.apply(ctx, m); err != nil {
 			return err
 		}

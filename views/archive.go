@@ -141,7 +141,38 @@ type KBView struct {
 
 // KBActionView is one typical action for a cause.
 type KBActionView struct {
-	Title, Why, Risk string
+	ID, Title, Why, Risk string
+	// Requested, Applied and Expected count the change requests made for
+	// the action, those marked applied, and those whose measured outcome
+	// had the expected effect; Measured counts those with any verdict.
+	Requested, Applied, Expected, Measured int
+}
+
+// OutcomeText summarises what happened when the action was applied.
+func (a KBActionView) OutcomeText() string {
+	switch {
+	case a.Requested == 0:
+		return "No change request yet."
+	case a.Applied == 0:
+		return plural(a.Requested, "change request") + ", none applied yet."
+	case a.Measured == 0:
+		return "Applied " + times(a.Applied) + "; the outcome is not measured yet."
+	}
+	return "Applied " + times(a.Applied) + "; had the expected effect " + times(a.Expected) + " of " + strconv.Itoa(a.Measured) + " measured."
+}
+
+func times(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return strconv.Itoa(n) + " times"
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return strconv.Itoa(n) + " " + word + "s"
 }
 
 // CauseView is the view model of one cause's knowledge-base page.

@@ -12,7 +12,16 @@ import (
 // DiagnosisPanelView is the view model of the reusable diagnosis panel.
 type DiagnosisPanelView struct {
 	D diagnose.Diagnosis
+	// ChangeURL, when set, is where each action's "Create change request"
+	// form posts (an incident's /changes); empty hides the forms.
+	ChangeURL string
+	// Current holds the knob values Casebook knows (engine info labels or
+	// the configured engine file); a form asks for the others.
+	Current map[string]string
 }
+
+// CurrentOf is the known current value of an action's knob, or "".
+func (p DiagnosisPanelView) CurrentOf(a diagnose.Action) string { return p.Current[a.Knob] }
 
 // NewDiagnosisPanel wraps a diagnosis for the DiagnosisPanel component.
 func NewDiagnosisPanel(d diagnose.Diagnosis) DiagnosisPanelView {
@@ -118,6 +127,9 @@ func EffectText(e diagnose.Effect) string {
 
 // KnobText renders an action's knob change ("gpu_memory_utilization → 0.95").
 func KnobText(a diagnose.Action) string {
+	if a.Knob == "" && a.Proposed != "" {
+		return a.Proposed
+	}
 	switch {
 	case a.Knob == "":
 		return "operational step"

@@ -26,9 +26,10 @@ type PastDiagnosis struct {
 // TimelineEntry is one event on an incident's timeline.
 type TimelineEntry struct {
 	At   time.Time
-	Kind string // "opened", "diagnosis", "label", "note", "resolved"
+	Kind string // "opened", "diagnosis", "label", "note", "resolved", "change", "applied", "rolled_back"
 	Who  string
 	Text string
+	Link string // optional page of the event (a change request)
 }
 
 // CauseOption is one entry of the true-cause select.
@@ -136,6 +137,8 @@ type IncidentView struct {
 	NewShareURL string
 	// Similar lists the past incidents the current diagnosis matched.
 	Similar []SimilarIncident
+	// Changes are the incident's change requests.
+	Changes []ChangeRow
 	// ReadOnly hides every form and link out of the incident (shared view).
 	ReadOnly bool
 	Now      time.Time
@@ -206,6 +209,12 @@ func (e TimelineEntry) KindLabel() string {
 		return "Note"
 	case "resolved":
 		return "Resolved"
+	case "change":
+		return "Change request"
+	case "applied":
+		return "Change applied"
+	case "rolled_back":
+		return "Change rolled back"
 	}
 	return e.Kind
 }

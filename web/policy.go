@@ -83,6 +83,8 @@ var RoutePolicies = map[string]Policy{
 	handlers.RouteAPIIncidentShow:      PolicyViewer,
 	handlers.RouteAPIIncidentExport:    PolicyViewer,
 	handlers.RouteAPIIncidentTraceList: PolicyViewer,
+	handlers.RouteChangeShow:           PolicyViewer,
+	handlers.RouteAPIChangeList:        PolicyViewer,
 
 	RouteModelDiagnose:                   PolicyReviewer,
 	RouteInstanceDiagnose:                PolicyReviewer,
@@ -97,6 +99,11 @@ var RoutePolicies = map[string]Policy{
 	handlers.RouteAPIIncidentLabel:       PolicyReviewer,
 	handlers.RouteAPIIncidentNote:        PolicyReviewer,
 	handlers.RouteAPIIncidentTraceCreate: PolicyReviewer,
+	// A change request is a reviewer's proposal; the team's change
+	// process (the webhook's receiver) approves it.
+	handlers.RouteChangeCreate:  PolicyReviewer,
+	handlers.RouteChangeStatus:  PolicyReviewer,
+	handlers.RouteChangeDeliver: PolicyReviewer,
 
 	handlers.RouteIncidentShare:  PolicyAdmin,
 	handlers.RouteIncidentRevoke: PolicyAdmin,

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/casebook/casebook/auth"
+	"github.com/casebook/casebook/change"
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/diagnose/forecast"
 	"github.com/casebook/casebook/handlers"
@@ -56,6 +57,11 @@ type serveConfig struct {
 	DetectInterval    time.Duration
 	DetectConsecutive int
 	AlertmanagerURL   string
+
+	ChangeWebhookURL    string
+	ChangeWebhookSecret string
+	DeployWindows       string
+	EngineConfig        string
 }
 
 func parseServe(args []string, env func(string) string, stderr io.Writer) (serveConfig, error) {
@@ -84,6 +90,10 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	fs.DurationVar(&c.DetectInterval, "detect-interval", time.Minute, "how often the detector evaluates the latest minute of every metric")
 	fs.IntVar(&c.DetectConsecutive, "detect-consecutive", 3, "points in a row outside the forecast band that raise an alert")
 	fs.StringVar(&c.AlertmanagerURL, "alertmanager-url", "", "forward the detector's alerts to this Alertmanager (http://host:9093)")
+	fs.StringVar(&c.ChangeWebhookURL, "change-webhook-url", "", "post change requests (signed JSON) to this URL, e.g. a CMDB or ticketing system")
+	fs.StringVar(&c.ChangeWebhookSecret, "change-webhook-secret", "", "shared secret of the X-Casebook-Signature HMAC (required with --change-webhook-url)")
+	fs.StringVar(&c.DeployWindows, "deploy-windows", "", `weekly deployment windows, e.g. "Tue 10:00-12:00, Thu 14:00-16:00 Europe/Berlin"`)
+	fs.StringVar(&c.EngineConfig, "engine-config", "", "file with the engines' current settings: a vLLM argument list or JSON; it wins over the engines' info labels")
 	if err := parseFlags(fs, args, env, stderr); err != nil {
 		return c, err
 	}
@@ -107,6 +117,16 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	}
 	if c.SessionTTL < time.Minute {
 		return c, fmt.Errorf("%w: --session-ttl must be at least 1m, got %s", errUsage, c.SessionTTL)
+	}
+	if c.ChangeWebhookURL != "" {
+		if _, err := change.NewWebhook(change.WebhookOptions{URL: c.ChangeWebhookURL, Secret: c.ChangeWebhookSecret}); err != nil {
+			return c, fmt.Errorf("%w: --change-webhook-url: %v", errUsage, err)
+		}
+	}
+	if c.DeployWindows != "" {
+		if _, err := change.ParseSchedule(c.DeployWindows); err != nil {
+			return c, fmt.Errorf("%w: --deploy-windows: %v", errUsage, err)
+		}
 	}
 	if err := checkListen(c.Listen, c.Auth != "none", c.InsecureNoAuth); err != nil {
 		return c, err
@@ -253,7 +273,13 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 	engine := diagnose.New(diagnose.Options{})
 
 	var layout func(title, nav string) views.LayoutView
+	changes, err := newChanges(ctx, cfg, st, tel, func(title, nav string) views.LayoutView { return layout(title, nav) }, log)
+	if err != nil {
+		return err
+	}
+	go changes.Run(ctx, time.Minute)
 	inc := handlers.NewIncidents(handlers.IncidentDeps{
+		Changes:       changes,
 		Archive:       st,
 		Capture:       tel,
 		Diagnoser:     engine,
@@ -343,6 +369,50 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 		return fmt.Errorf("serve: shutdown: %w", err)
 	}
 	return nil
+}
+
+// newChanges builds the change-request handlers from the change flags.
+func newChanges(ctx context.Context, cfg serveConfig, st *store.Store, tel *telemetry.Telemetry, layout func(title, nav string) views.LayoutView, log *slog.Logger) (*handlers.Changes, error) {
+	d := handlers.ChangeDeps{Store: st, Capture: tel, Engine: tel, GPUs: gpuInventory{tel}, BaseURL: cfg.BaseURL, Layout: layout, Logger: log}
+	if cfg.ChangeWebhookURL != "" {
+		w, err := change.NewWebhook(change.WebhookOptions{URL: cfg.ChangeWebhookURL, Secret: cfg.ChangeWebhookSecret})
+		if err != nil {
+			return nil, fmt.Errorf("%w: --change-webhook-url: %v", errUsage, err)
+		}
+		d.Webhook = w
+	}
+	if cfg.DeployWindows != "" {
+		s, err := change.ParseSchedule(cfg.DeployWindows)
+		if err != nil {
+			return nil, fmt.Errorf("%w: --deploy-windows: %v", errUsage, err)
+		}
+		d.Schedule = &s
+	}
+	if cfg.EngineConfig != "" {
+		b, err := os.ReadFile(cfg.EngineConfig)
+		if err != nil {
+			return nil, fmt.Errorf("serve: --engine-config: %w", err)
+		}
+		if d.EngineConfig, err = change.ParseConfig(b); err != nil {
+			return nil, fmt.Errorf("%w: --engine-config %s: %v", errUsage, cfg.EngineConfig, err)
+		}
+	}
+	return handlers.NewChanges(ctx, d), nil
+}
+
+// gpuInventory adapts the telemetry's DCGM readings to the capacity check.
+type gpuInventory struct{ t *telemetry.Telemetry }
+
+func (g gpuInventory) GPUs(ctx context.Context, window time.Duration, at time.Time) ([]change.GPU, error) {
+	rs, err := g.t.GPUUsage(ctx, window, at)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]change.GPU, len(rs))
+	for i, r := range rs {
+		out[i] = change.GPU{Host: r.Host, GPU: r.GPU, UUID: r.UUID, Engine: r.Pod, MaxUtil: r.MaxUtil, Samples: r.Samples}
+	}
+	return out, nil
 }
 
 // newWatcher builds the dynamic-threshold detector over the telemetry,

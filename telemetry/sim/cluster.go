@@ -58,6 +58,8 @@ type model struct {
 	instances []*instance
 	nextPod   int
 	cfg       EngineConfig // configuration of new replicas
+	gwVia     string       // the path clients take: "" (the gateway), "standby" or "direct"
+	gwReps    int          // gateway replicas in the path (0: 1)
 	noise     float64      // slow load fluctuation, log scale
 	rng       *rand.Rand
 }
@@ -95,7 +97,7 @@ func (c *Cluster) addModel(spec ModelSpec, reps, tp int) {
 func (c *Cluster) addInstance(m *model) *instance {
 	n := m.nextPod
 	m.nextPod++
-	in := &instance{model: m, name: m.spec.PodPrefix + "-" + strconv.Itoa(n), cfg: m.cfg,
+	in := &instance{model: m, name: m.spec.PodPrefix + "-" + strconv.Itoa(n), cfg: m.cfg, weight: 1,
 		host: "gpu-node-" + strconv.Itoa(c.hosts),
 		rng:  rand.New(rand.NewPCG(uint64(c.seed), uint64(m.index*1000+n)))}
 	c.hosts++
@@ -216,9 +218,17 @@ func (c *Cluster) stepAll(d time.Duration) {
 		rate := m.spec.PeakRPS * float64(m.baseReps) * loadFactor(mid) * math.Exp(m.noise)
 		// The router spreads the model's traffic evenly; a fault may send
 		// part of an instance's share to another pool (keep < 1).
-		share := 1 / float64(max(1, len(m.instances)))
+		total := 0.0
+		for _, in := range m.instances {
+			total += in.weight
+		}
 		for _, in := range m.instances {
 			ph := c.physicsFor(in, mid)
+			m.gatewayPath(&ph)
+			share := 0.0
+			if total > 0 {
+				share = in.weight / total
+			}
 			in.step(dt, rate*share*ph.keep, ph)
 		}
 	}

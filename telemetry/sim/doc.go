@@ -96,17 +96,28 @@
 //   - prefix_cache_miss: the shared-prefix share collapses.
 //   - spec_decode_degradation: draft acceptance falls by up to 75%, so a
 //     step emits fewer tokens and the per-token TPOT rises.
-//   - queue_backlog: arrivals surge to up to 1.6x capacity; the batch fills
-//     to max_num_seqs, throughput sits at its ceiling, the queue grows.
+//   - queue_backlog: arrivals surge to up to 1.6x the capacity at onset (a
+//     fixed client load, which added capacity shares); the batch fills to
+//     max_num_seqs, throughput sits at its ceiling, the queue grows.
 //   - gpu_underutilized: a load-balancer weight change sends most of the
 //     traffic to another pool; requests keep flowing, but batches shrink
 //     and the GPUs idle between steps.
-//   - transport_latency: the network or gateway adds delay after the engine.
+//   - transport_latency: the primary gateway's congested hop adds delay
+//     after the engine.
 //   - engine_errors: requests fail or abort (XID 43 when severe).
 //   - host_overhead: CPU-side time per engine step grows by 4 to 18 ms.
 //
+// Throttling, the memory and bandwidth co-tenants and engine errors belong
+// to the node: they stay with the host an instance ran on when it was hit,
+// so an instance that moves away leaves them behind (the eviction fault's
+// longer, more diverse sessions are traffic and follow the model).
+//
 // SetConfig changes an instance's EngineConfig (the knobs suggested actions
-// act on), visible in the vllm:cache_config_info labels.
+// act on), visible in the vllm:cache_config_info labels. Drain moves
+// instances to fresh nodes, Route sets the router's weight of an instance,
+// and SetGatewayPath sends a model's clients through the standby gateway,
+// straight to the engines, or through more gateway replicas: the
+// operations behind suggested actions that are not engine flags.
 //
 // # Labelled corpus
 //

@@ -13,16 +13,17 @@ type physics struct {
 	hostMs        float64   // extra CPU-side time per engine step, ms
 	thermalR      float64   // multiplier on the thermal resistance (cooling)
 	ambientC      float64   // added inlet temperature
-	kvPoolTokens  float64   // KV-cache pool left by a co-tenant, tokens (0: the whole pool)
+	kvClaimBytes  float64   // per-GPU memory a co-tenant process holds, bytes
 	powerCapW     []float64 // per-GPU power cap below the board limit (nil: none)
 	keep          float64   // share of the instance's routed traffic that still reaches it
 	promptScale   float64   // multiplier on prompt length
 	ctxGrowth     float64   // multiplier on context length from diverse long sessions
 	prefixShare   float64   // multiplier on the shared-prefix share
 	acceptance    float64   // multiplier on the draft acceptance probability
-	surge         float64   // arrivals as a multiple of capacity (0: none)
+	surgeRPS      float64   // arrivals of a client surge at this instance, req/s (0: none)
 	maxSeqs       int       // cap on max_num_seqs from a misconfiguration (0: none)
 	netDelayS     float64   // added gateway/network delay, seconds
+	gwBaseS       float64   // the healthy path's own time outside the engine, seconds
 	errorProb     float64   // added probability that a request fails
 	abortProb     float64   // added probability that a request is aborted
 	xid           float64   // last XID error raised
@@ -30,7 +31,7 @@ type physics struct {
 }
 
 func neutral() physics {
-	return physics{bwFactor: 1, thermalR: 1, keep: 1, promptScale: 1,
+	return physics{bwFactor: 1, thermalR: 1, keep: 1, promptScale: 1, gwBaseS: 0.006,
 		ctxGrowth: 1, prefixShare: 1, acceptance: 1, hotGPU: -1}
 }
 
@@ -119,9 +120,12 @@ type instance struct {
 	model *model
 	name  string
 	host  string // the node the instance's GPUs are on
-	cfg   EngineConfig
-	gpus  []gpuState
-	rng   *rand.Rand
+	// weight is the instance's share of the model's traffic at the
+	// router, relative to the other instances (1 by default, 0: cordoned).
+	weight float64
+	cfg    EngineConfig
+	gpus   []gpuState
+	rng    *rand.Rand
 
 	queue    float64 // fluid backlog of requests beyond capacity
 	running  float64 // sequences in the batch (instant gauge, whole)
@@ -207,10 +211,7 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	flops := gpu.PeakFLOPS * 0.6 * clock
 	kvTok := spec.KVBytesPerToken()
 	wGPU := spec.WeightBytes() / g
-	kvTokens := kvPoolTokens(spec, cfg)
-	if ph.kvPoolTokens > 0 {
-		kvTokens = math.Min(kvTokens, ph.kvPoolTokens)
-	}
+	kvTokens := kvPoolTokensLess(spec, cfg, ph.kvClaimBytes)
 	kvTokens = math.Max(kvTokens, 64*float64(cfg.BlockSize))
 
 	// Prefix cache: shared prefixes stay resident unless the cache is full.
@@ -281,8 +282,8 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	// Arrivals with the trace's burstiness.
 	// A surge is client traffic beyond capacity at the gateway; the part
 	// the router sends elsewhere (keep < 1) never arrives here.
-	if ph.surge > 0 {
-		lambda = math.Max(lambda, mu*ph.surge*ph.keep)
+	if ph.surgeRPS > 0 {
+		lambda = math.Max(lambda, ph.surgeRPS*ph.keep)
 	}
 	arr := 0.0
 	if lambda > 0 {
@@ -361,7 +362,7 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	decode := (lo - 1) / perStep * itl
 	ttft := 0.003 + lp*0.4e-6 + wq + pre
 	e2e := ttft + decode + 0.002
-	gw := e2e + 0.006 + ph.netDelayS
+	gw := e2e + ph.gwBaseS + ph.netDelayS
 
 	// Counters.
 	fin := thr * dt

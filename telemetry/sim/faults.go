@@ -23,6 +23,25 @@ type Fault struct {
 type faultEntry struct {
 	id string
 	Fault
+	// hosts are the nodes the fault's instances ran on at injection: a
+	// fault of the hardware or of a co-tenant on the node stays with the
+	// node when an instance moves away (hostBound).
+	hosts map[string]bool
+	// surgeBase is the scope's capacity in requests per second when a
+	// surge began: the surge is client traffic, a fixed load that added
+	// capacity shares, not a multiple of whatever capacity there is.
+	surgeBase float64
+}
+
+// hostBound reports whether a cause's physical change belongs to the node
+// (its GPUs, their cooling and power, a co-tenant process on them) rather
+// than to the traffic or the engine process.
+func hostBound(cause string) bool {
+	switch cause {
+	case metrics.CauseGPUThrottling, metrics.CauseMemoryBandwidthBound, metrics.CauseKVCacheEviction, metrics.CauseEngineErrors:
+		return true
+	}
+	return false
 }
 
 // rampUp is how long a fault takes to reach its full severity.
@@ -52,9 +71,13 @@ func (c *Cluster) Inject(f Fault) (string, error) {
 	if f.Start.IsZero() {
 		f.Start = c.now
 	}
+	hosts := map[string]bool{}
+	for _, in := range ins {
+		hosts[in.host] = true
+	}
 	c.nextID++
 	id := "f" + strconv.Itoa(c.nextID)
-	c.faults = append(c.faults, faultEntry{id: id, Fault: f})
+	c.faults = append(c.faults, faultEntry{id: id, Fault: f, hosts: hosts})
 	return id, nil
 }
 
@@ -112,15 +135,44 @@ func (c *Cluster) RemoveFault(id string) bool {
 // physicsFor combines the faults acting on an instance at t.
 func (c *Cluster) physicsFor(in *instance, t time.Time) physics {
 	ph := neutral()
-	for _, f := range c.faults {
-		if f.Scope.Model != in.model.spec.Name || (f.Scope.Instance != "" && f.Scope.Instance != in.name) {
+	for i := range c.faults {
+		f := &c.faults[i]
+		if f.Scope.Model != in.model.spec.Name {
+			continue
+		}
+		if f.hosts == nil { // an entry built without Inject (the corpus)
+			f.hosts = map[string]bool{}
+			ins, _ := c.scopeInstances(f.Scope)
+			for _, x := range ins {
+				f.hosts[x.host] = true
+			}
+		}
+		onHost := f.hosts[in.host]
+		if f.Scope.Instance != "" && f.Scope.Instance != in.name && !(hostBound(f.Cause) && onHost) {
 			continue
 		}
 		if t.Before(f.Start) || (f.Duration > 0 && !t.Before(f.Start.Add(f.Duration))) {
 			continue
 		}
 		s := effectSize(f.Severity) * math.Min(1, float64(t.Sub(f.Start))/float64(rampUp))
-		applyFault(&ph, f.Cause, s, f.Scope.Instance != "", in, in.onsetState(f.id))
+		if f.Cause == metrics.CauseQueueBacklog {
+			if f.surgeBase == 0 {
+				ins, _ := c.scopeInstances(f.Scope)
+				for _, x := range ins {
+					f.surgeBase += x.capacity
+				}
+				f.surgeBase /= float64(max(1, len(ins)))
+			}
+			// The surge's clients, spread over the replicas the router
+			// now has (a one-instance fault stays on that instance).
+			n := 1.0
+			if f.Scope.Instance == "" {
+				n = float64(max(1, len(in.model.instances))) / float64(max(1, in.model.baseReps))
+			}
+			ph.surgeRPS = math.Max(ph.surgeRPS, (0.9+0.7*s)*f.surgeBase/n)
+			continue
+		}
+		applyFault(&ph, f.Cause, s, f.Scope.Instance != "", !hostBound(f.Cause) || onHost, in, in.onsetState(f.id))
 	}
 	return ph
 }
@@ -144,6 +196,8 @@ func effectSize(severity float64) float64 {
 type onsetState struct {
 	kvNeed float64   // unique KV tokens the running batch held
 	ctx    float64   // mean context of a running sequence, tokens
+	pool   float64   // the KV pool the configuration gave, tokens
+	tp     int       // tensor-parallel degree
 	powerW []float64 // per-GPU board power
 }
 
@@ -154,7 +208,7 @@ func (in *instance) onsetState(id string) onsetState {
 	if in.onset == nil {
 		in.onset = map[string]onsetState{}
 	}
-	st := onsetState{kvNeed: in.kvNeed, ctx: in.ctxSeq}
+	st := onsetState{kvNeed: in.kvNeed, ctx: in.ctxSeq, pool: kvPoolTokens(in.model.spec, in.cfg), tp: in.cfg.TensorParallelSize}
 	for _, g := range in.gpus {
 		st.powerW = append(st.powerW, g.powerW)
 	}
@@ -164,7 +218,17 @@ func (in *instance) onsetState(id string) onsetState {
 
 // applyFault changes the physical parameters one cause acts on; s is the
 // effect size (0..1, ramped), at the instance's state at the fault's onset.
-func applyFault(ph *physics, cause string, s float64, oneInstance bool, in *instance, at onsetState) {
+// onHost is false for an instance that runs away from the nodes a
+// host-bound fault sits on: the fault's traffic part still reaches it, its
+// hardware part does not.
+func applyFault(ph *physics, cause string, s float64, oneInstance, onHost bool, in *instance, at onsetState) {
+	if !onHost {
+		if cause == metrics.CauseKVCacheEviction {
+			ph.ctxGrowth *= 1 + 0.3*s
+			ph.prefixShare *= 1 - 0.5*s
+		}
+		return
+	}
 	switch cause {
 	case metrics.CauseMemoryBandwidthBound:
 		// A co-tenant streaming through HBM (or degraded HBM): less
@@ -191,8 +255,11 @@ func applyFault(ph *physics, cause string, s float64, oneInstance bool, in *inst
 		// sequences preempted and recomputed.
 		ph.ctxGrowth *= 1 + 0.3*s
 		ph.prefixShare *= 1 - 0.5*s
+		// The co-tenant holds a fixed number of bytes on each GPU:
+		// what the pool had beyond the target, sized at the onset.
 		need := math.Max(at.kvNeed, 2*at.ctx)
-		ph.kvPoolTokens = 1.25 * need / (1 + 0.6*s)
+		claim := math.Max(0, at.pool-1.25*need/(1+0.6*s))
+		ph.kvClaimBytes = math.Max(ph.kvClaimBytes, claim*in.model.spec.KVBytesPerToken()/float64(max(1, at.tp)))
 	case metrics.CauseLongPromptPrefill:
 		ph.promptScale *= 1 + 2.5*s
 	case metrics.CausePrefixCacheMiss:
@@ -201,8 +268,6 @@ func applyFault(ph *physics, cause string, s float64, oneInstance bool, in *inst
 		ph.prefixShare *= 1 - 0.95*s
 	case metrics.CauseSpecDecodeDegradation:
 		ph.acceptance *= 1 - 0.75*s
-	case metrics.CauseQueueBacklog:
-		ph.surge = math.Max(ph.surge, 0.9+0.7*s)
 	case metrics.CauseGPUUnderutilized:
 		// A load-balancer weight change sends most of the traffic to
 		// another pool: requests keep flowing, but the batches get small

@@ -146,8 +146,14 @@ const activationReserveBytes = 3.5 * (1 << 30)
 // block_size tokens, each token taking the model's KV bytes divided by the
 // tensor-parallel degree (the KV heads are split across the GPUs).
 func kvPoolTokens(m ModelSpec, cfg EngineConfig) float64 {
+	return kvPoolTokensLess(m, cfg, 0)
+}
+
+// kvPoolTokensLess is kvPoolTokens when another process holds claim bytes
+// of each GPU inside the engine's share.
+func kvPoolTokensLess(m ModelSpec, cfg EngineConfig, claim float64) float64 {
 	g := float64(max(1, cfg.TensorParallelSize))
-	perGPU := cfg.GPUMemoryUtilization*H100.MemoryMiB*(1<<20) - m.WeightBytes()/g - activationReserveBytes
+	perGPU := cfg.GPUMemoryUtilization*H100.MemoryMiB*(1<<20) - m.WeightBytes()/g - activationReserveBytes - claim
 	blockBytes := float64(max(1, cfg.BlockSize)) * m.KVBytesPerToken() / g
 	blocks := math.Floor(math.Max(0, perGPU) / blockBytes)
 	return blocks * float64(cfg.BlockSize)

@@ -1,0 +1,8 @@
+// Package change turns a diagnosis's structured actions into change
+// requests a team's change process can take: the knob catalog (vLLM flag,
+// Helm values path, valid range), the current value from the engine's info
+// labels or a configuration file, the concrete proposed value with its
+// reason, the configuration diff, the next deployment window, the webhook
+// payload, the capacity check for scale-out advice and the outcome of an
+// applied change. It is pure: no HTTP server, store or templates.
+package change

@@ -1,0 +1,162 @@
+package change
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/metrics"
+)
+
+func TestBuildRendersDiffHelmAndWindow(t *testing.T) {
+	a := diagnose.ActionsFor(metrics.CauseKVCacheEviction)[0]
+	p, err := Propose(a, map[string]string{"gpu_memory_utilization": "0.9"}, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ParseSchedule("Tue 10:00-12:00 UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	d := diagnose.Diagnosis{RootCause: metrics.CauseKVCacheEviction, Title: "KV-cache eviction storm", Confidence: 0.8, Severity: "critical",
+		Evidence: []diagnose.Evidence{{Text: "KV-cache usage is 100%."}}}
+	r, err := Build(BuildInput{IncidentID: 7, IncidentURL: "https://cb.example/incidents/7", Scope: metrics.Scope{Model: "llama"},
+		Diagnosis: d, Action: a, Proposal: &p, Schedule: &s, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(r.ID, "cr-") || len(r.ID) != 27 {
+		t.Errorf("id %q", r.ID)
+	}
+	if r.VLLMArgs != "- --gpu-memory-utilization 0.9\n+ --gpu-memory-utilization 0.95\n" {
+		t.Errorf("arg diff %q", r.VLLMArgs)
+	}
+	if r.HelmValues != "vllm:\n  engineArgs:\n    gpuMemoryUtilization: 0.95  # was 0.9\n" {
+		t.Errorf("helm %q", r.HelmValues)
+	}
+	if r.Window == nil || !r.Window.Start.Equal(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)) {
+		t.Errorf("window %+v", r.Window)
+	}
+	md := r.Markdown()
+	for _, want := range []string{"# Change request " + r.ID, "[#7](https://cb.example/incidents/7)", "| gpu_memory_utilization | 0.9 | 0.95 |",
+		"```diff\n- --gpu-memory-utilization 0.9", "```yaml\nvllm:", "## Risk", "## Rollback", "Deployment window (next): Tue 2026-12-01 10:00 to 12:00 UTC",
+		"| ttft_ms | latency | down |", "KV-cache usage is 100%."} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	js, err := r.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Request
+	if err := json.Unmarshal(js, &back); err != nil || back.ID != r.ID || back.Change.Proposed != "0.95" {
+		t.Errorf("JSON round trip: %v %+v", err, back)
+	}
+
+	// An operational step has no diff; a flag-less knob has Helm only.
+	op := diagnose.ActionsFor(metrics.CauseGPUThrottling)[0]
+	r2, err := Build(BuildInput{IncidentID: 7, Action: op, Now: now})
+	if err != nil || r2.Change != nil || r2.VLLMArgs != "" || !strings.Contains(r2.Markdown(), "An operational step") {
+		t.Errorf("operational: %v %+v", err, r2)
+	}
+	rep := diagnose.Action{ID: "add_replicas", Knob: "replicas", Proposed: "+1"}
+	pr, _ := Propose(rep, map[string]string{"replicas": "2"}, nil, "")
+	r3, err := Build(BuildInput{IncidentID: 7, Action: rep, Proposal: &pr, Now: now})
+	if err != nil || r3.VLLMArgs != "" || r3.HelmValues != "replicaCount: 3  # was 2\n" {
+		t.Errorf("replicas: %v %q %q", err, r3.VLLMArgs, r3.HelmValues)
+	}
+	full := diagnose.Diagnosis{RootCause: metrics.CauseKVCacheEviction, Actions: diagnose.ActionsFor(metrics.CauseKVCacheEviction)}
+	none := CheckCapacity([]GPU{{Host: "n1", GPU: "0", Engine: "llama-0", MaxUtil: 0.9, Samples: 5}}, 15*time.Minute, 2)
+	r4, err := Build(BuildInput{IncidentID: 7, Diagnosis: full, Action: rep, Proposal: &pr, Capacity: &none, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"Give the KV cache more memory", "Cap the context length"}
+	if len(r4.Alternatives) != len(want) || r4.Alternatives[0] != want[0] || r4.Alternatives[1] != want[1] {
+		t.Errorf("in-place alternatives %q, want %q", r4.Alternatives, want)
+	}
+	if md := r4.Markdown(); !strings.Contains(md, "In-place alternatives to try first:\n\n- Give the KV cache more memory") || !strings.Contains(md, "No idle GPU") {
+		t.Errorf("markdown lacks the alternatives:\n%s", md)
+	}
+	if _, err := Build(BuildInput{Action: rep, Now: now}); err == nil {
+		t.Error("a knob action without a proposal was built")
+	}
+	b := diagnose.Action{ID: "pc", Knob: "enable_prefix_caching", Proposed: "false"}
+	pb, _ := Propose(b, map[string]string{"enable_prefix_caching": "True"}, nil, "")
+	if got := argDiff(pb); got != "- --enable-prefix-caching\n+ --no-enable-prefix-caching\n" {
+		t.Errorf("bool diff %q", got)
+	}
+}
+
+func TestCheckCapacity(t *testing.T) {
+	gpus := []GPU{
+		{Host: "n1", GPU: "0", Engine: "llama-0", MaxUtil: 0.8, Samples: 10},
+		{Host: "n2", GPU: "0", MaxUtil: 0.01, Samples: 10},
+		{Host: "n2", GPU: "1", MaxUtil: 0.0, Samples: 10},
+		{Host: "n3", GPU: "0", MaxUtil: 0.02, Samples: 10},
+		{Host: "n3", GPU: "1", MaxUtil: 0.4, Samples: 10}, // busy without an engine label
+		{Host: "n4", GPU: "0", Samples: 0},                // no data is not idle
+	}
+	c := CheckCapacity(gpus, 15*time.Minute, 2)
+	if len(c.Idle) != 3 || c.Replicas != 1 || c.Checked != 6 {
+		t.Errorf("idle %d, replicas %d, checked %d: %+v", len(c.Idle), c.Replicas, c.Checked, c)
+	}
+	if !strings.Contains(c.Summary, "n2 (2), n3 (1)") || !strings.Contains(c.Summary, "room for 1 more replica") {
+		t.Errorf("summary %q", c.Summary)
+	}
+	if c := CheckCapacity(gpus[:1], 15*time.Minute, 1); len(c.Idle) != 0 || !strings.Contains(c.Summary, "in-place actions first") {
+		t.Errorf("none idle: %+v", c)
+	}
+	if c := CheckCapacity(gpus[1:4], 15*time.Minute, 4); c.Replicas != 0 || !strings.Contains(c.Summary, "no host has the 4") {
+		t.Errorf("too few per host: %+v", c)
+	}
+	if !ScaleOut(diagnose.Action{Knob: "replicas", Proposed: "+1"}) || ScaleOut(diagnose.Action{Knob: "replicas", Proposed: "-1"}) ||
+		!ScaleOut(diagnose.Action{ID: "drain_node"}) || ScaleOut(diagnose.Action{Knob: "max_num_seqs", Proposed: "current x 2"}) {
+		t.Error("ScaleOut misclassifies")
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	pts := func(rate, ttft float64, n int) []metrics.Point {
+		var out []metrics.Point
+		for i := range n {
+			j := float64(i%3-1) * 0.01 // small, deterministic spread
+			out = append(out, metrics.Point{Values: metrics.Values{metrics.ArrivalRPS: rate * (1 + j), metrics.ThroughputRPS: rate * (1 + j), metrics.TTFT: ttft * (1 - j)}})
+		}
+		return out
+	}
+	effects := []ExpectedEffect{{Metric: metrics.TTFT, Direction: "down"}, {Metric: metrics.ThroughputRPS, Direction: "up"}}
+	at := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name          string
+		before, after []metrics.Point
+		want          []string
+		overall       string
+	}{
+		{"ttft fell, throughput per load flat", pts(10, 500, 20), pts(10, 200, 20), []string{VerdictExpected, VerdictNotExpected}, VerdictNotExpected},
+		{"load doubled: latency inconclusive, throughput normalised", pts(10, 500, 20), pts(20, 200, 20), []string{VerdictInconclusive, VerdictNotExpected}, VerdictNotExpected},
+		{"ttft rose", pts(10, 200, 20), pts(10, 500, 20), []string{VerdictNotExpected, VerdictNotExpected}, VerdictNotExpected},
+		{"too little data", pts(10, 500, 2), pts(10, 200, 2), []string{VerdictInconclusive, VerdictInconclusive}, VerdictInconclusive},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o := Evaluate(effects, tc.before, tc.after, at, time.Hour)
+			for i, e := range o.Effects {
+				if e.Verdict != tc.want[i] {
+					t.Errorf("%s: %s (%s), want %s", e.Metric, e.Verdict, e.Why, tc.want[i])
+				}
+			}
+			if o.Verdict != tc.overall {
+				t.Errorf("overall %s, want %s", o.Verdict, tc.overall)
+			}
+		})
+	}
+	o := Evaluate(effects[:1], pts(10, 500, 20), pts(10, 200, 20), at, time.Hour)
+	if o.Verdict != VerdictExpected {
+		t.Errorf("TTFT alone: %s", o.Verdict)
+	}
+}

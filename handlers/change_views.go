@@ -1,0 +1,117 @@
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/casebook/casebook/change"
+	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/store"
+	"github.com/casebook/casebook/views"
+)
+
+func (h *Changes) layout(title string) views.LayoutView {
+	if h.d.Layout != nil {
+		return h.d.Layout(title, views.NavIncidents)
+	}
+	return views.LayoutView{Title: title, Nav: views.NavIncidents, Assets: h.d.Assets}
+}
+
+// ChangeRows are an incident's change requests for its page.
+func ChangeRows(cs []store.Change) []views.ChangeRow {
+	out := make([]views.ChangeRow, 0, len(cs))
+	for _, ch := range cs {
+		out = append(out, changeRow(ch))
+	}
+	return out
+}
+
+func changeRow(ch store.Change) views.ChangeRow {
+	var req change.Request
+	_ = json.Unmarshal(ch.Doc, &req)
+	title := req.Title
+	if title == "" {
+		title = ch.ActionID
+	}
+	return views.ChangeRow{ID: ch.ID, Title: title, Status: string(ch.Status), Delivery: ch.Delivery, Verdict: ch.Verdict,
+		CreatedAt: ch.CreatedAt, Link: views.ChangePath(ch.IncidentID, ch.ID)}
+}
+
+// changeTimeline adds an incident's change requests to its timeline.
+func changeTimeline(cs []store.Change) []views.TimelineEntry {
+	var out []views.TimelineEntry
+	for _, ch := range cs {
+		r := changeRow(ch)
+		text := r.Title
+		switch ch.Delivery {
+		case store.DeliveryPending:
+			text += " (webhook: sending)"
+		case store.DeliveryDelivered:
+			text += " (webhook: delivered)"
+		case store.DeliveryFailed:
+			text += " (webhook: failed)"
+		}
+		out = append(out, views.TimelineEntry{At: ch.CreatedAt, Kind: "change", Who: ch.CreatedBy, Text: text, Link: r.Link})
+		if !ch.AppliedAt.IsZero() {
+			text := r.Title
+			if ch.Verdict != "" {
+				text += ": " + views.StatusWord(ch.Verdict)
+			}
+			kind := "applied"
+			if ch.Status == store.ChangeRolledBack {
+				kind = "rolled_back"
+			}
+			out = append(out, views.TimelineEntry{At: ch.AppliedAt, Kind: kind, Text: text, Link: r.Link})
+		}
+	}
+	return out
+}
+
+func (h *Changes) changeView(inc store.Incident, ch store.Change) views.ChangeView {
+	var req change.Request
+	_ = json.Unmarshal(ch.Doc, &req)
+	v := views.ChangeView{Layout: h.layout(fmt.Sprintf("Change request %d", ch.ID)), IncidentID: inc.ID, IncidentTitle: inc.Title,
+		Row: changeRow(ch), UID: ch.UID, Action: req.Action.Title, Why: req.Action.Why, Risk: req.Risk, Rollback: req.Rollback,
+		ArgDiff: req.VLLMArgs, Helm: req.HelmValues, Markdown: ch.Markdown, Webhook: h.d.Webhook != nil, AppliedAt: ch.AppliedAt,
+		Verdict: ch.Verdict}
+	if req.Change != nil {
+		v.Knob, v.Before, v.After, v.Reason = req.Change.Knob, req.Change.Current, req.Change.Proposed, req.Change.Reason
+		if v.Before == "" {
+			v.Before = "unknown"
+		}
+	}
+	if req.Window != nil {
+		state := "Next window"
+		if req.Window.Open {
+			state = "Open now"
+		}
+		v.Window = fmt.Sprintf("%s: %s to %s (%s)", state, req.Window.Start.Format("Mon 2 Jan 2006 15:04"), req.Window.End.Format("15:04"), req.Window.Zone)
+	}
+	if req.Capacity != nil {
+		v.Capacity = req.Capacity.Summary
+		if len(req.Alternatives) > 0 {
+			v.Capacity += " In-place alternatives to try first: " + strings.Join(req.Alternatives, "; ") + "."
+		}
+	}
+	for _, e := range req.Effects {
+		v.Effects = append(v.Effects, views.EffectText(diagnose.Effect{Metric: e.Metric, Direction: e.Direction, Size: e.Size}))
+	}
+	for _, a := range ch.Attempts {
+		v.Attempts = append(v.Attempts, views.DeliveryRow{Attempt: a.Attempt, At: a.At, OK: a.OK, Code: a.Code, Error: a.Error})
+	}
+	if !ch.AppliedAt.IsZero() {
+		v.OutcomeDue = ch.AppliedAt.Add(h.d.OutcomeWindow/4 + h.d.OutcomeWindow)
+	}
+	if len(ch.Outcome) > 0 {
+		var o change.Outcome
+		if json.Unmarshal(ch.Outcome, &o) == nil {
+			for _, e := range o.Effects {
+				v.Outcome = append(v.Outcome, views.OutcomeRow{Metric: views.MetricLabel(e.Metric), Direction: e.Direction,
+					Before: fmt.Sprintf("%.4g", e.Before), After: fmt.Sprintf("%.4g", e.After), Change: fmt.Sprintf("%+.0f%%", 100*e.Change),
+					Verdict: e.Verdict, Why: e.Why})
+			}
+		}
+	}
+	return v
+}
