@@ -198,6 +198,7 @@ func deviationsAndCounts(s metrics.Snapshot) (map[string]Deviation, map[string]i
 	counts := make(map[string]int, len(s.Current))
 	hist := make([]float64, 0, len(s.History))
 	buf := make([]float64, len(s.History))
+	fewer := fewerRequests(s, hist, buf)
 	for _, m := range metrics.Catalog {
 		x, ok := s.Current.Get(m.ID)
 		if !ok {
@@ -209,10 +210,54 @@ func deviationsAndCounts(s metrics.Snapshot) (map[string]Deviation, map[string]i
 				hist = append(hist, v)
 			}
 		}
-		out[m.ID] = deviation(x, estimate(hist, absFloor(m), relFloorOf(m), buf), m.Bad)
+		st := estimate(hist, absFloor(m), relFloorOf(m), buf)
+		if perRequest[m.ID] && fewer < 1 {
+			// The current value averages fewer requests than each
+			// baseline minute did, so it scatters more: the standard
+			// error of a mean grows as one over the root of its count.
+			st.up /= math.Sqrt(fewer)
+			st.down /= math.Sqrt(fewer)
+		}
+		out[m.ID] = deviation(x, st, m.Bad)
 		counts[m.ID] = len(hist)
 	}
 	return out, counts
+}
+
+// perRequest lists the metrics that are means or quantiles over the
+// requests finished in the window: their noise depends on how many there
+// were.
+var perRequest = map[string]bool{
+	metrics.GatewayE2E: true, metrics.E2E: true, metrics.E2EP99: true, metrics.TTFT: true,
+	metrics.TTFTP99: true, metrics.TPOT: true, metrics.TPOTP99: true, metrics.QueueTime: true,
+	metrics.PrefillTime: true, metrics.DecodeTime: true, metrics.MeanPromptTokens: true,
+}
+
+// fewerRequests is the current window's request count relative to the
+// baseline's typical minute (throughput now over its history median),
+// capped at 1; 1 when either is unknown.
+func fewerRequests(s metrics.Snapshot, hist, buf []float64) float64 {
+	now, ok := s.Current.Get(metrics.ThroughputRPS)
+	if !ok {
+		return 1
+	}
+	hist = hist[:0]
+	for _, p := range s.History {
+		if v, ok := p.Values.Get(metrics.ThroughputRPS); ok {
+			hist = append(hist, v)
+		}
+	}
+	if len(hist) < 3 {
+		return 1
+	}
+	copy(buf, hist)
+	base := median(buf[:len(hist)])
+	if base <= 0 {
+		return 1
+	}
+	// A window with no finished request has no per-request values at
+	// all; floor the ratio so a near-idle minute is not silenced.
+	return math.Max(0.01, math.Min(1, now/base))
 }
 
 // derived is a quantity computed from two catalog metrics at every instant

@@ -119,3 +119,25 @@ func TestMedianMatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// TestFewerRequestsWidenPerRequestBaselines: when traffic falls to a
+// twentieth, prompts 30% longer on average over the few requests left are
+// within chance, while the same rise at full traffic is an anomaly;
+// metrics that are not per-request averages keep their z.
+func TestFewerRequestsWidenPerRequestBaselines(t *testing.T) {
+	full := synth(21, m.Values{m.MeanPromptTokens: 1300})
+	quiet := synth(21, m.Values{m.MeanPromptTokens: 1300, m.ThroughputRPS: 0.6, m.SMUtil: 0.2})
+	df, dq := Deviations(full), Deviations(quiet)
+	if !df[m.MeanPromptTokens].Anomalous {
+		t.Fatalf("30%% longer prompts at full traffic: z %.1f, want an anomaly", df[m.MeanPromptTokens].Z)
+	}
+	if dq[m.MeanPromptTokens].Anomalous {
+		t.Errorf("30%% longer prompts over a twentieth of the requests: z %.1f, want within chance", dq[m.MeanPromptTokens].Z)
+	}
+	if got, want := dq[m.MeanPromptTokens].Z, df[m.MeanPromptTokens].Z*math.Sqrt(0.6/12); math.Abs(got-want) > 0.05*math.Abs(want) {
+		t.Errorf("z at a twentieth of the traffic = %.2f, want %.2f (scaled by the root of the request ratio)", got, want)
+	}
+	if !dq[m.SMUtil].Anomalous {
+		t.Errorf("SM activity is not a per-request average: z %.1f, want it unscaled and anomalous", dq[m.SMUtil].Z)
+	}
+}

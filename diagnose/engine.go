@@ -66,7 +66,7 @@ func New(opts Options) *Engine {
 }
 
 // EngineVersion identifies the rule set and build that produced a diagnosis.
-func EngineVersion() string { return "rules-3/" + BuildVersion }
+func EngineVersion() string { return "rules-4/" + BuildVersion }
 
 // Cases is the engine's knowledge base.
 func (e *Engine) Cases() *KnowledgeBase { return e.cases }
