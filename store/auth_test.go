@@ -170,3 +170,39 @@ func TestArchiveChangesAreAudited(t *testing.T) {
 		t.Errorf("paging: %+v", page)
 	}
 }
+
+// TestChangeRequestsAreAudited: creating a change request and moving its
+// status are recorded with who, from where and the status before and after.
+func TestChangeRequestsAreAudited(t *testing.T) {
+	s := openTest(t)
+	ctx := store.WithActor(context.Background(), store.Actor{Name: "ana", Addr: "192.0.2.1"})
+	inc, _, err := s.OpenIncident(ctx, newIncident("a", 0, nil), newDiagnosis("kv_cache_eviction", "v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.AddChange(ctx, store.NewChange{IncidentID: inc.ID, UID: "cr-a", RootCause: "kv_cache_eviction", ActionID: "raise_gpu_memory_utilization",
+		Knob: "gpu_memory_utilization", Before: "0.9", After: "0.95", Doc: []byte(`{}`), Markdown: "# cr-a", CreatedAt: t0, CreatedBy: "ana"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetChangeStatus(ctx, inc.ID, c.ID, store.ChangeApplied, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetChangeStatus(ctx, inc.ID, c.ID+99, store.ChangeApplied, t0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("status of a missing change: %v, want ErrNotFound", err)
+	}
+	log, err := s.AuditLog(ctx, store.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) != 2 || log[0].Action != "change.status" || log[1].Action != "change.create" {
+		t.Fatalf("audit log: %+v", log)
+	}
+	if log[0].Actor != "ana" || log[0].RemoteAddr != "192.0.2.1" ||
+		string(log[0].Before) != `{"status":"proposed"}` || string(log[0].After) != `{"status":"applied"}` {
+		t.Errorf("status entry: %+v", log[0])
+	}
+	if !strings.Contains(string(log[1].After), `"knob":"gpu_memory_utilization"`) {
+		t.Errorf("create entry: %s", log[1].After)
+	}
+}

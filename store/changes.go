@@ -113,8 +113,13 @@ func (s *Store) AddChange(ctx context.Context, c NewChange) (Change, error) {
 	if c.Deliver {
 		delivery = DeliveryPending
 	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return Change{}, fmt.Errorf("store: change on incident %d: begin: %w", c.IncidentID, err)
+	}
+	defer tx.Rollback()
 	var id int64
-	err := s.w.QueryRowContext(ctx, `
+	err = tx.QueryRowContext(ctx, `
 		INSERT INTO change_requests (incident_id, uid, root_cause, action_id, knob, before_value, after_value,
 			doc, markdown, created_at, created_by, delivery)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
@@ -127,6 +132,13 @@ func (s *Store) AddChange(ctx context.Context, c NewChange) (Change, error) {
 		return Change{}, fmt.Errorf("store: change on incident %d: id %s: %w", c.IncidentID, c.UID, ErrConflict)
 	case err != nil:
 		return Change{}, fmt.Errorf("store: change on incident %d: %w", c.IncidentID, err)
+	}
+	after := map[string]any{"id": id, "uid": c.UID, "action": c.ActionID, "knob": c.Knob, "before": c.Before, "after": c.After}
+	if err := audit(ctx, tx, c.CreatedAt, "change.create", fmt.Sprintf("incident %d", c.IncidentID), nil, after); err != nil {
+		return Change{}, fmt.Errorf("store: change on incident %d: %w", c.IncidentID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return Change{}, fmt.Errorf("store: change on incident %d: commit: %w", c.IncidentID, err)
 	}
 	return s.Change(ctx, c.IncidentID, id)
 }
@@ -310,10 +322,33 @@ func (s *Store) SetChangeStatus(ctx context.Context, incidentID, id int64, statu
 	if status == ChangeApplied {
 		applied = nanos(at)
 	}
-	res, err := s.w.ExecContext(ctx, `
+	op := fmt.Sprintf("store: change %d of incident %d", id, incidentID)
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("%s: begin: %w", op, err)
+	}
+	defer tx.Rollback()
+	var before string
+	err = tx.QueryRowContext(ctx, `SELECT status FROM change_requests WHERE id = ? AND incident_id = ?`, id, incidentID).Scan(&before)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s: %w", op, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if _, err := tx.ExecContext(ctx, `
 		UPDATE change_requests SET status = ?, applied_at = coalesce(?, applied_at)
-		WHERE id = ? AND incident_id = ?`, string(status), applied, id, incidentID)
-	return rowsChanged(res, err, fmt.Sprintf("store: change %d of incident %d", id, incidentID))
+		WHERE id = ? AND incident_id = ?`, string(status), applied, id, incidentID); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	target := fmt.Sprintf("incident %d change %d", incidentID, id)
+	if err := audit(ctx, tx, at, "change.status", target, map[string]string{"status": before}, map[string]string{"status": string(status)}); err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("%s: commit: %w", op, err)
+	}
+	return nil
 }
 
 // SetChangeOutcome stores the evaluated outcome of an applied change.
