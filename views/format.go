@@ -132,9 +132,17 @@ func num(v float64) string {
 }
 
 // FormatZ renders a signed deviation in standard deviations ("+4.2σ").
+// From 100σ on the digits say nothing more than "far outside the
+// baseline" (the engine caps z at 1000), so they read ">+99σ".
 func FormatZ(z float64) string {
 	if math.IsNaN(z) || math.IsInf(z, 0) {
 		return "–"
+	}
+	switch {
+	case z >= 100:
+		return ">+99σ"
+	case z <= -100:
+		return "<-99σ"
 	}
 	s := strconv.FormatFloat(z, 'f', 1, 64)
 	if z >= 0 {

@@ -199,3 +199,14 @@ func TestDiagnosisPanel(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatZ(t *testing.T) {
+	for z, want := range map[float64]string{
+		4.21: "+4.2σ", -3.05: "-3.0σ", 0: "+0.0σ", 99.94: "+99.9σ", 100: ">+99σ", 1000: ">+99σ", -250: "<-99σ",
+		math.NaN(): "–",
+	} {
+		if got := FormatZ(z); got != want {
+			t.Errorf("FormatZ(%v) = %q, want %q", z, got, want)
+		}
+	}
+}
