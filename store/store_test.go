@@ -595,3 +595,65 @@ func TestBackup(t *testing.T) {
 		t.Errorf("search in the backup: %d results, %v", len(found.Items), err)
 	}
 }
+
+// TestBackupFile copies an archive that is being written, without opening
+// it as a Store, and refuses paths that are not a Casebook archive instead
+// of creating one.
+func TestBackupFile(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "casebook.db")
+	s, err := store.Open(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := 0; i < 20; i++ {
+		mustOpen(t, s, newIncident(fmt.Sprintf("kept %d", i), time.Duration(i)*time.Minute, nil), newDiagnosis(metrics.CauseQueueBacklog, "v1"))
+	}
+	// Writes go on while the copy is taken.
+	done := make(chan error, 1)
+	go func() {
+		for i := 20; i < 60; i++ {
+			if _, _, err := s.OpenIncident(ctx, newIncident(fmt.Sprintf("kept %d", i), time.Duration(i)*time.Minute, nil), newDiagnosis(metrics.CauseQueueBacklog, "v1")); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	dst := filepath.Join(t.TempDir(), "copy.db")
+	if err := store.BackupFile(ctx, src, dst); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	copied, err := store.Open(ctx, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer copied.Close()
+	page, err := copied.List(ctx, store.ListFilter{Limit: 100})
+	if err != nil || len(page.Items) < 20 || len(page.Items) > 60 {
+		t.Fatalf("copy holds %d incidents (%v), want the 20 written before and any of those written during", len(page.Items), err)
+	}
+
+	missing := filepath.Join(dir, "nope", "casebook.db")
+	if err := store.BackupFile(ctx, missing, filepath.Join(t.TempDir(), "x.db")); err == nil {
+		t.Error("backup of a missing archive succeeded")
+	}
+	if _, err := os.Stat(missing); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("backup created the missing archive: %v", err)
+	}
+	other := filepath.Join(dir, "other.db")
+	if err := os.WriteFile(other, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.BackupFile(ctx, other, filepath.Join(t.TempDir(), "y.db")); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("backup of a file that is no archive: %v, want ErrInvalid", err)
+	}
+	if err := store.BackupFile(ctx, src, dst); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("backup over an existing file: %v, want ErrConflict", err)
+	}
+}

@@ -24,13 +24,8 @@ func backupCmd(ctx context.Context, args []string, env func(string) string, stdo
 	if len(pos) != 1 {
 		return fmt.Errorf("%w: backup FILE [--data DIR]", errUsage)
 	}
-	st, err := store.Open(ctx, filepath.Join(*data, "casebook.db"))
-	if err != nil {
-		return fmt.Errorf("backup: %w", err)
-	}
-	defer st.Close()
 	began := time.Now()
-	if err := st.Backup(ctx, pos[0]); err != nil {
+	if err := store.BackupFile(ctx, filepath.Join(*data, "casebook.db"), pos[0]); err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
 	fi, err := os.Stat(pos[0])
