@@ -37,14 +37,14 @@ func TestUsersAndSessions(t *testing.T) {
 		t.Errorf("expired session: %v", err)
 	}
 	// A role change ends the account's sessions.
-	if _, err := s.UpdateUser(ctx, u.ID, "admin", nil, t0); err != nil {
+	if _, err := s.UpdateUser(ctx, u.ID, "viewer", nil, t0); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.SessionByHash(ctx, sid[:], t0.Add(time.Minute)); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("session after role change: %v", err)
 	}
 	got, err := s.UserByName(ctx, "ana")
-	if err != nil || got.Role != "admin" || string(got.PasswordHash) != "hash" {
+	if err != nil || got.Role != "viewer" || string(got.PasswordHash) != "hash" {
 		t.Errorf("after update: %+v, %v", got, err)
 	}
 	if err := s.DeleteUser(ctx, u.ID, t0); err != nil {
@@ -73,7 +73,7 @@ func TestUsersAndSessions(t *testing.T) {
 	var before, after map[string]any
 	_ = json.Unmarshal(log[1].Before, &before)
 	_ = json.Unmarshal(log[1].After, &after)
-	if before["role"] != "reviewer" || after["role"] != "admin" {
+	if before["role"] != "reviewer" || after["role"] != "viewer" {
 		t.Errorf("update before %v after %v", before, after)
 	}
 }
@@ -204,5 +204,35 @@ func TestChangeRequestsAreAudited(t *testing.T) {
 	}
 	if !strings.Contains(string(log[1].After), `"knob":"gpu_memory_utilization"`) {
 		t.Errorf("create entry: %s", log[1].After)
+	}
+}
+
+// TestLastAdminStays: neither deleting nor demoting the last admin is
+// allowed; with a second admin both are.
+func TestLastAdminStays(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	ana, err := s.AddUser(ctx, "ana", "admin", nil, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateUser(ctx, ana.ID, "viewer", nil, t0); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("demoting the last admin: %v, want ErrConflict", err)
+	}
+	if err := s.DeleteUser(ctx, ana.ID, t0); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("deleting the last admin: %v, want ErrConflict", err)
+	}
+	if u, err := s.UserByName(ctx, "ana"); err != nil || u.Role != "admin" {
+		t.Fatalf("after the refusals ana is %+v, %v; want an unchanged admin", u, err)
+	}
+	bo, err := s.AddUser(ctx, "bo", "admin", nil, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateUser(ctx, ana.ID, "viewer", nil, t0); err != nil {
+		t.Errorf("demoting one of two admins: %v", err)
+	}
+	if err := s.DeleteUser(ctx, bo.ID, t0); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("deleting the admin left: %v, want ErrConflict", err)
 	}
 }

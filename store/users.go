@@ -159,8 +159,20 @@ func (s *Store) changeUser(ctx context.Context, id int64, now time.Time, action 
 	}
 	u.CreatedAt = fromNanos(created)
 	before := u.userAudit()
+	wasAdmin := u.Role == "admin"
 	if err := change(tx, &u); err != nil {
 		return User{}, fmt.Errorf("store: %s %d: %w", action, id, err)
+	}
+	if wasAdmin {
+		// Accounts are administered through the console by admins: the
+		// last one leaving would lock everyone out of it.
+		var admins int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM users WHERE role = 'admin'`).Scan(&admins); err != nil {
+			return User{}, fmt.Errorf("store: %s %d: %w", action, id, err)
+		}
+		if admins == 0 {
+			return User{}, fmt.Errorf("store: %s %d: %w: %s is the last admin; make another account admin first", action, id, ErrConflict, u.Name)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE user_id = ?`, id); err != nil {
 		return User{}, fmt.Errorf("store: %s %d: end sessions: %w", action, id, err)
