@@ -58,10 +58,17 @@ type AlertResult struct {
 	Reason      string `json:"reason,omitempty"`
 }
 
+// maxAlertDepth bounds the nesting of a webhook body.
+const maxAlertDepth = 8
+
 // DecodeAlertmanager parses and validates a webhook body. Every problem is
 // an error naming the field.
 func DecodeAlertmanager(body []byte) (AlertmanagerMessage, error) {
 	var m AlertmanagerMessage
+	// A webhook message nests four levels (message, alerts, alert, labels).
+	if err := metrics.CheckJSONDepth(body, maxAlertDepth); err != nil {
+		return m, fmt.Errorf("the body is nested deeper than %d levels; an Alertmanager message has four", maxAlertDepth)
+	}
 	if err := json.Unmarshal(body, &m); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {

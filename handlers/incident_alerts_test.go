@@ -63,3 +63,11 @@ func FuzzDecodeAlertmanager(f *testing.F) {
 		}
 	})
 }
+
+func TestDecodeAlertmanagerRefusesDeepNesting(t *testing.T) {
+	deep := `{"version":"4","alerts":[{"labels":{"x":` + strings.Repeat(`[`, 50) + strings.Repeat(`]`, 50) + `}}]}`
+	_, err := handlers.DecodeAlertmanager([]byte(deep))
+	if err == nil || !strings.Contains(err.Error(), "nested deeper than 8 levels") {
+		t.Fatalf("deeply nested body: %v, want the nesting limit named", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
 )
 
@@ -59,6 +60,10 @@ func (h *Incidents) APIExport(c echo.Context) error {
 	return badParam("format", "choose md or json")
 }
 
+// maxAPIDepth bounds the nesting of a JSON API body (labels and notes are
+// flat objects).
+const maxAPIDepth = 4
+
 func decodeAPIBody(c echo.Context, v any) error {
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, maxAPIBody+1))
 	if err != nil {
@@ -66,6 +71,9 @@ func decodeAPIBody(c echo.Context, v any) error {
 	}
 	if len(body) > maxAPIBody {
 		return &ParamError{Param: "body", Reason: "is larger than 64 KiB", Status: http.StatusRequestEntityTooLarge}
+	}
+	if err := metrics.CheckJSONDepth(body, maxAPIDepth); err != nil {
+		return badParam("body", "is nested deeper than %d levels", maxAPIDepth)
 	}
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()

@@ -106,7 +106,7 @@ func decodeStrict(data []byte, v any) error {
 	if len(data) > MaxSnapshotBytes {
 		return fmt.Errorf("%w: %d bytes is over the %d-byte limit", ErrInvalid, len(data), MaxSnapshotBytes)
 	}
-	if err := checkDepth(data, 8); err != nil {
+	if err := CheckJSONDepth(data, 8); err != nil {
 		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -119,8 +119,9 @@ func decodeStrict(data []byte, v any) error {
 	return nil
 }
 
-// checkDepth rejects deeply nested JSON before it reaches the decoder.
-func checkDepth(data []byte, max int) error {
+// CheckJSONDepth rejects JSON nested deeper than max levels before it
+// reaches a decoder (encoding/json would recurse ten thousand levels deep).
+func CheckJSONDepth(data []byte, max int) error {
 	depth, inString, escaped := 0, false, false
 	for _, c := range data {
 		switch {
