@@ -107,7 +107,7 @@ func planFaults(rng *rand.Rand, start, end time.Time, perDay float64) []FaultWin
 	t := start.Add(historyQuiet)
 	for {
 		t = t.Add(time.Duration(rng.ExpFloat64() * meanGap)).Truncate(time.Minute)
-		dur := time.Duration(math.Exp(math.Log(10)+rng.Float64()*(math.Log(90)-math.Log(10)))*float64(time.Minute)).Round(time.Minute)
+		dur := time.Duration(math.Exp(math.Log(10)+rng.Float64()*(math.Log(90)-math.Log(10))) * float64(time.Minute)).Round(time.Minute)
 		if !t.Add(dur).Before(end) {
 			return out
 		}
