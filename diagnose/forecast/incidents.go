@@ -50,6 +50,10 @@ func (o IncidentBacktestOptions) withDefaults() IncidentBacktestOptions {
 type IncidentRow struct {
 	Scope          string
 	Dynamic, Fixed Score
+	// DynamicCover and FixedCover are the shares of the evaluated time
+	// during which an incident alert was open: a few long incidents that
+	// chain many alerts together score well per day but cover much time.
+	DynamicCover, FixedCover float64
 }
 
 // IncidentResult holds every scope and the totals. Score.Alerts counts
@@ -57,6 +61,9 @@ type IncidentRow struct {
 type IncidentResult struct {
 	Rows           []IncidentRow
 	Dynamic, Fixed Score
+	// DynamicCover and FixedCover are the shares of all scopes' evaluated
+	// time with an incident alert open.
+	DynamicCover, FixedCover float64
 	// Quantile is the fixed thresholds' sensitivity: each metric's
 	// threshold is this quantile of its warm-up history on its bad side
 	// (1 - Quantile on the low side).
@@ -115,8 +122,9 @@ func BacktestIncidents(scopes []ScopeSeries, opts IncidentBacktestOptions) Incid
 		for _, as := range alerts[i] {
 			all = append(all, evals[i].evaluated(as)...)
 		}
+		inc := mergeIncidents(all, opts.MergeGap)
 		res.Rows = append(res.Rows, IncidentRow{Scope: sc.Scope,
-			Dynamic: score(mergeIncidents(all, opts.MergeGap), evals[i].windows, evals[i].days)})
+			Dynamic: score(inc, evals[i].windows, evals[i].days), DynamicCover: evals[i].cover(inc)})
 	}
 	for _, r := range res.Rows {
 		res.Dynamic.add(r.Dynamic)
@@ -126,7 +134,7 @@ func BacktestIncidents(scopes []ScopeSeries, opts IncidentBacktestOptions) Incid
 	fixedAt := func(p float64) []Score {
 		out := make([]Score, len(evals))
 		for i := range evals {
-			out[i] = evals[i].fixed(p, k, clear, opts.MergeGap)
+			out[i] = score(evals[i].fixed(p, k, clear, opts.MergeGap), evals[i].windows, evals[i].days)
 		}
 		return out
 	}
@@ -158,11 +166,31 @@ func BacktestIncidents(scopes []ScopeSeries, opts IncidentBacktestOptions) Incid
 		}
 	}
 	res.Quantile = 1 - bestP
+	var dynSpan, fixSpan, days float64
 	for i := range res.Rows {
-		res.Rows[i].Fixed = best[i]
+		r := &res.Rows[i]
+		r.Fixed = best[i]
+		r.FixedCover = evals[i].cover(evals[i].fixed(bestP, k, clear, opts.MergeGap))
 		res.Fixed.add(best[i])
+		dynSpan += r.DynamicCover * evals[i].days
+		fixSpan += r.FixedCover * evals[i].days
+		days += evals[i].days
 	}
+	res.DynamicCover, res.FixedCover = ratio(dynSpan, days), ratio(fixSpan, days)
 	return res
+}
+
+// cover is the share of the evaluated span that incidents cover.
+func (e scopeEval) cover(incidents []interval) float64 {
+	end := e.evalFrom + int64(e.days*24*3600)
+	var s int64
+	for _, a := range incidents {
+		from, to := max(a.start, e.evalFrom), min(a.end, end)
+		if to > from {
+			s += to - from
+		}
+	}
+	return ratio(float64(s), float64(end-e.evalFrom))
 }
 
 // detectorAlerts replays one series through its own Detector and returns
@@ -281,9 +309,9 @@ func (e scopeEval) evaluated(alerts []interval) []interval {
 	return out
 }
 
-// fixed scores the scope's incident alerts with every metric's threshold
+// fixed returns the scope's incident alerts with every metric's threshold
 // at tail probability p of its warm-up values on its bad side.
-func (e scopeEval) fixed(p float64, k, clear int, gap time.Duration) Score {
+func (e scopeEval) fixed(p float64, k, clear int, gap time.Duration) []interval {
 	var all []interval
 	for _, f := range e.metrics {
 		if len(f.warmup) == 0 || len(f.vals) == 0 {
@@ -298,7 +326,7 @@ func (e scopeEval) fixed(p float64, k, clear int, gap time.Duration) Score {
 		}
 		all = append(all, bandAlerts(f.ts, f.vals, lo, hi, k, clear)...)
 	}
-	return score(mergeIncidents(all, gap), e.windows, e.days)
+	return mergeIncidents(all, gap)
 }
 
 // quantileSorted is the q-quantile of sorted values, interpolated

@@ -98,22 +98,30 @@ func TestFixedQuantileSensitivity(t *testing.T) {
 	sc := stepScope(3, 9*time.Hour)
 	sc.Series = sc.Series[:1]
 	e := newScopeEval(sc)
-	median := e.fixed(0.5, 3, 5, 5*time.Minute)
+	fixed := func(e scopeEval, p float64) Score { return score(e.fixed(p, 3, 5, 5*time.Minute), e.windows, e.days) }
+	median := fixed(e, 0.5)
 	if median.PerDay() < 10 {
 		t.Errorf("threshold at the warm-up median: %.1f alerts a day, want many", median.PerDay())
 	}
 	if median.Precision() > 0.5 {
 		t.Errorf("threshold at the warm-up median: precision %.2f, want mostly false alerts", median.Precision())
 	}
-	strict := e.fixed(1e-4, 3, 5, 5*time.Minute)
+	strict := fixed(e, 1e-4)
 	if strict.Alerts >= median.Alerts || strict.Detected != 1 {
 		t.Errorf("threshold at the 0.9999 quantile: %d alerts, %d detected; want fewer than %d and the fault", strict.Alerts, strict.Detected, median.Alerts)
 	}
 	// All three metrics at the median chain into long incidents that
 	// cover most of the day.
-	all := newScopeEval(stepScope(3, 9*time.Hour)).fixed(0.5, 3, 5, 5*time.Minute)
+	e3 := newScopeEval(stepScope(3, 9*time.Hour))
+	all := fixed(e3, 0.5)
 	if all.Alerts > median.Alerts/3 {
 		t.Errorf("three metrics at the median: %d incidents, want far fewer than one metric's %d alerts", all.Alerts, median.Alerts)
+	}
+	if c := e3.cover(e3.fixed(0.5, 3, 5, 5*time.Minute)); c < 0.5 {
+		t.Errorf("three metrics at the median cover %.2f of the day, want most of it", c)
+	}
+	if c := e3.cover(e3.fixed(1e-4, 3, 5, 5*time.Minute)); c > 0.1 {
+		t.Errorf("three metrics at the 0.9999 quantile cover %.2f of the day, want about the fault's hour", c)
 	}
 }
 
