@@ -68,7 +68,7 @@ type ScopeHistory struct {
 	EvalFrom time.Time
 }
 
-// History faults quiet periods between faults on one scope.
+// Quiet periods of History's fault plan on one scope.
 const (
 	historyQuiet    = 2 * 24 * time.Hour // no fault in the first two days
 	historyFaultGap = 30 * time.Minute   // from a fault's end to the next start
