@@ -102,6 +102,13 @@ func backtestCluster(weeks int, seed int64, consecutive int, faults float64, std
 	})
 	fmt.Fprintf(stdout, "backtest --cluster: %d model scopes, %d series, %d evaluated week(s) of 1-minute data after 14 days of history, %.2g faults per scope and day, seed %d, K=%d, refit 6h (simulated %.1fs, total %.1fs)\n",
 		len(scopes), res.Metrics, weeks, faults, seed, consecutive, simulated.Seconds(), time.Since(began).Seconds())
+	return writeIncidentTable(stdout, res)
+}
+
+// writeIncidentTable prints the incident-level result: how the fixed
+// thresholds were set, one row per scope and detector, the totals and the
+// cut in incident alerts per day.
+func writeIncidentTable(stdout io.Writer, res forecast.IncidentResult) error {
 	fmt.Fprintf(stdout, "incident alerts: one scope's alerts that overlap or are at most 5 min apart; fixed thresholds: every metric at the %.5g quantile of its warm-up on its bad side, the least sensitive that detects as many windows as the dynamic detector (oracle-tuned with the labels)\n", res.Quantile)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "detector\tincidents/day\tprecision\trecall\tmedian delay\twindows\ttime alerting\t")
@@ -115,8 +122,10 @@ func backtestCluster(weeks int, seed int64, consecutive int, faults float64, std
 		return fmt.Errorf("backtest: write: %w", err)
 	}
 	if f := res.Fixed.PerDay(); f > 0 {
-		fmt.Fprintf(stdout, "incident alerts per day cut by %.1f%% (%.1f -> %.1f)\n",
-			100*(1-res.Dynamic.PerDay()/f), f, res.Dynamic.PerDay())
+		if _, err := fmt.Fprintf(stdout, "incident alerts per day cut by %.1f%% (%.1f -> %.1f)\n",
+			100*(1-res.Dynamic.PerDay()/f), f, res.Dynamic.PerDay()); err != nil {
+			return fmt.Errorf("backtest: write: %w", err)
+		}
 	}
 	return nil
 }

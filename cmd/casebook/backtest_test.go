@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/casebook/casebook/diagnose/forecast"
 )
 
 func TestBacktestClusterFlags(t *testing.T) {
@@ -17,18 +19,23 @@ func TestBacktestClusterFlags(t *testing.T) {
 	}
 }
 
-func TestBacktestClusterTable(t *testing.T) {
-	if testing.Short() {
-		t.Skip("simulates three weeks of the cluster and replays 60 series")
+func TestWriteIncidentTable(t *testing.T) {
+	res := forecast.IncidentResult{
+		Rows: []forecast.IncidentRow{
+			{Scope: "model-a", Dynamic: forecast.Score{Alerts: 14, TruePos: 7, Windows: 10, Detected: 9, Days: 7},
+				Fixed: forecast.Score{Alerts: 56, TruePos: 7, Windows: 10, Detected: 9, Days: 7}, DynamicCover: 0.02, FixedCover: 0.1},
+		},
+		Dynamic:  forecast.Score{Alerts: 14, TruePos: 7, Windows: 10, Detected: 9, Days: 7},
+		Fixed:    forecast.Score{Alerts: 56, TruePos: 7, Windows: 10, Detected: 9, Days: 7},
+		Quantile: 0.99,
 	}
 	var out bytes.Buffer
-	err := backtestCmd(context.Background(), []string{"--cluster", "--weeks", "1", "--seed", "2", "--faults-per-day", "2"},
-		func(string) string { return "" }, &out, &bytes.Buffer{})
-	if err != nil {
+	if err := writeIncidentTable(&out, res); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"2 model scopes", "llama-3.1-8b-instruct dynamic", "qwen2.5-32b-instruct fixed",
-		"fixed (same recall)", "dynamic (seasonal)", "incidents/day", "incident alerts per day cut by"} {
+	for _, want := range []string{"at the 0.99 quantile", "model-a fixed", "model-a dynamic", "incidents/day",
+		"fixed (same recall)", "dynamic (seasonal)", "50.0%", "12.5%", "90.0%", "10.0%",
+		"incident alerts per day cut by 75.0% (8.0 -> 2.0)"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
