@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,7 +47,7 @@ func restoreCmd(ctx context.Context, args []string, env func(string) string, std
 		return fmt.Errorf("%w: restore FILE [--data DIR] [--force]", errUsage)
 	}
 	src := pos[0]
-	if err := checkBackup(ctx, src); err != nil {
+	if err := store.CheckArchive(ctx, src); err != nil {
 		return fmt.Errorf("restore: %s: %w", src, err)
 	}
 	if err := os.MkdirAll(*data, 0o750); err != nil {
@@ -92,30 +91,6 @@ func restoreCmd(ctx context.Context, args []string, env func(string) string, std
 	v, _ := st.SchemaVersion(ctx)
 	st.Close()
 	fmt.Fprintf(stdout, "restore: %s restored into %s (schema version %d)\n", src, dst, v)
-	return nil
-}
-
-// checkBackup makes sure src is an intact Casebook archive.
-func checkBackup(ctx context.Context, src string) error {
-	if _, err := os.Stat(src); err != nil {
-		return err
-	}
-	db, err := sql.Open("sqlite3", "file:"+src+"?mode=ro&immutable=1")
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	var ok string
-	if err := db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&ok); err != nil {
-		return fmt.Errorf("not a SQLite database: %w", err)
-	}
-	if ok != "ok" {
-		return fmt.Errorf("integrity check failed: %s", ok)
-	}
-	var v int
-	if err := db.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v); err != nil {
-		return fmt.Errorf("not a Casebook archive: %w", err)
-	}
 	return nil
 }
 
