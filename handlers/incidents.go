@@ -191,38 +191,32 @@ func (h *Incidents) Open(ctx context.Context, scope metrics.Scope, tr Trigger, s
 	if at.IsZero() || at.After(now) {
 		at = now
 	}
-	var captureErrs []string
-	var windows []metrics.Series
+	var ev evidence
 	if snap == nil {
 		diag = nil // a given diagnosis belongs to a given snapshot
 		at = at.Truncate(time.Second)
-		ev := h.captures.get(ctx, scope, at, now, func(ctx context.Context) evidence {
+		ev = h.captures.get(ctx, scope, at, now, func(ctx context.Context) evidence {
 			var ev evidence
 			ev.snap, ev.snapErr = h.d.Capture.Snapshot(ctx, scope, at)
 			ev.windows, ev.windowsErr = h.captureWindows(ctx, scope, at, now)
 			return ev
 		})
-		s := ev.snap
-		if ev.snapErr != nil {
-			h.d.Logger.WarnContext(ctx, "incidents: snapshot failed", "scope", scope.String(), "err", ev.snapErr)
-			captureErrs = append(captureErrs, "snapshot: "+ev.snapErr.Error())
-			s = metrics.Snapshot{At: at, Scope: scope, Current: metrics.Values{}}
-		}
-		snap = &s
-		windows = ev.windows
-		if ev.windowsErr != nil {
-			h.d.Logger.WarnContext(ctx, "incidents: chart windows failed", "scope", scope.String(), "err", ev.windowsErr)
-			captureErrs = append(captureErrs, "chart windows: "+ev.windowsErr.Error())
-			windows = nil
-		}
 	} else {
-		var err error
-		windows, err = h.captureWindows(ctx, scope, at, now)
-		if err != nil {
-			h.d.Logger.WarnContext(ctx, "incidents: chart windows failed", "scope", scope.String(), "err", err)
-			captureErrs = append(captureErrs, "chart windows: "+err.Error())
-			windows = nil
-		}
+		ev.snap = *snap
+		ev.windows, ev.windowsErr = h.captureWindows(ctx, scope, at, now)
+	}
+	var captureErrs []string
+	if ev.snapErr != nil {
+		h.d.Logger.WarnContext(ctx, "incidents: snapshot failed", "scope", scope.String(), "err", ev.snapErr)
+		captureErrs = append(captureErrs, "snapshot: "+ev.snapErr.Error())
+		ev.snap = metrics.Snapshot{At: at, Scope: scope, Current: metrics.Values{}}
+	}
+	snap = &ev.snap
+	windows := ev.windows
+	if ev.windowsErr != nil {
+		h.d.Logger.WarnContext(ctx, "incidents: chart windows failed", "scope", scope.String(), "err", ev.windowsErr)
+		captureErrs = append(captureErrs, "chart windows: "+ev.windowsErr.Error())
+		windows = nil
 	}
 	if diag == nil {
 		h.ensureCases(ctx)
