@@ -124,26 +124,8 @@ func backtestOne(s SimSeries, dopts DetectorOptions) BacktestRow {
 		}
 		return lookup(id)
 	}
-	det := NewDetector(dopts)
 	evalFrom := s.EvalFrom.Unix()
-	var alerts []interval
-	open := -1
-	for _, p := range s.Samples {
-		a, ok := det.Observe(s.Metric.ID, p.T, p.V)
-		if !ok {
-			continue
-		}
-		switch a.State {
-		case Firing:
-			alerts = append(alerts, interval{a.Start.Unix(), a.At.Unix(), math.MaxInt64})
-			open = len(alerts) - 1
-		case Resolved:
-			if open >= 0 {
-				alerts[open].end = a.At.Unix()
-				open = -1
-			}
-		}
-	}
+	alerts := detectorAlerts(metrics.Series{Metric: s.Metric.ID, Samples: s.Samples}, dopts)
 	var windows [][2]int64
 	for _, w := range s.Windows {
 		if w.Start.Unix() >= evalFrom {
