@@ -13,9 +13,9 @@ import (
 // Score is how one detector did on labelled windows.
 type Score struct {
 	Alerts    int     // alerts opened in the evaluated span
-	TruePos   int     // alerts overlapping a labelled window
+	TruePos   int     // alerts about a labelled window
 	Windows   int     // labelled windows in the evaluated span
-	Detected  int     // windows overlapped by at least one alert
+	Detected  int     // windows at least one alert is about
 	Days      float64 // evaluated days
 	delays    []float64
 	Threshold float64 // fixed threshold (fixed detectors only)
@@ -24,7 +24,7 @@ type Score struct {
 // PerDay is alerts per evaluated day.
 func (s Score) PerDay() float64 { return ratio(float64(s.Alerts), s.Days) }
 
-// Precision is the share of alerts that overlap a labelled window.
+// Precision is the share of alerts that are about a labelled window.
 func (s Score) Precision() float64 { return ratio(float64(s.TruePos), float64(s.Alerts)) }
 
 // Recall is the share of labelled windows that got an alert.
@@ -83,14 +83,15 @@ type interval struct{ start, fired, end int64 }
 // Backtest simulates the series (see Simulate), replays each through a
 // Detector with only past data at every step, and scores it and a fixed
 // threshold on the windows of the evaluated weeks. An alert is a true
-// positive when its span (first out-of-band sample to resolution) overlaps
-// a window; a window is detected when an alert overlaps it, with a delay
-// from the window's start to the alert's firing. Both detectors use the
-// same Consecutive and Clear rules. Each metric's fixed threshold is tuned to the
-// same recall: the least sensitive threshold that detects at least as many
-// of that metric's windows as the dynamic detector did, found by bisection
-// with the labels at hand (an oracle tuning that favours the fixed
-// thresholds); a Both metric gets a symmetric band around its median.
+// positive when its out-of-band run began inside a window (see beganIn); a
+// window is detected by such an alert, with a delay from the window's
+// start to the alert's firing. Both detectors use the same Consecutive and
+// Clear rules. Each metric's fixed threshold is tuned to the same recall:
+// of a grid of thresholds, the one with the fewest alerts that detects at
+// least as many of that metric's windows as the dynamic detector did, or
+// the one that detects most (an oracle tuning with the labels at hand
+// that favours the fixed thresholds); a Both metric gets a symmetric band
+// around its median.
 func Backtest(opts BacktestOptions) BacktestResult {
 	series := Simulate(opts.Sim)
 	rows := make([]BacktestRow, len(series))
@@ -142,7 +143,7 @@ func backtestOne(s SimSeries, dopts DetectorOptions) BacktestRow {
 	if n := len(s.Samples); n > 0 {
 		days = s.Samples[n-1].T.Sub(s.EvalFrom).Hours() / 24
 	}
-	dyn := score(evalAlerts, windows, days)
+	dyn := score(evalAlerts, windows, days, beganIn)
 
 	// Fixed thresholds on the evaluated span.
 	var vals []float64
@@ -157,11 +158,23 @@ func backtestOne(s SimSeries, dopts DetectorOptions) BacktestRow {
 	return BacktestRow{Metric: s.Metric.ID, Dynamic: dyn, Fixed: fixed}
 }
 
-func score(alerts []interval, windows [][2]int64, days float64) Score {
+// matchRule says whether an alert is about a labelled window.
+type matchRule func(a interval, w [2]int64) bool
+
+// overlaps credits an alert whose span overlaps the window.
+func overlaps(a interval, w [2]int64) bool { return a.start < w[1] && a.end >= w[0] }
+
+// beganIn credits an alert whose out-of-band run began inside the window:
+// an alert that was already open when the window began is not about it,
+// so a threshold that stays crossed for hours cannot claim every window
+// it spans.
+func beganIn(a interval, w [2]int64) bool { return a.start >= w[0] && a.start < w[1] }
+
+func score(alerts []interval, windows [][2]int64, days float64, about matchRule) Score {
 	s := Score{Alerts: len(alerts), Windows: len(windows), Days: days}
 	for _, a := range alerts {
 		for _, w := range windows {
-			if a.start < w[1] && a.end >= w[0] {
+			if about(a, w) {
 				s.TruePos++
 				break
 			}
@@ -169,7 +182,7 @@ func score(alerts []interval, windows [][2]int64, days float64) Score {
 	}
 	for _, w := range windows {
 		for _, a := range alerts {
-			if a.start < w[1] && a.end >= w[0] {
+			if about(a, w) {
 				s.Detected++
 				d := float64(a.fired - w[0])
 				if d < 0 {
@@ -229,8 +242,8 @@ func fixedAlerts(bad metrics.Direction, ts []int64, vals []float64, thr, center 
 	return out
 }
 
-// tuneFixed finds the least sensitive threshold that detects at least
-// target windows (or the most sensitive one if none does).
+// tuneFixed finds the threshold with the fewest alerts that detects at
+// least target windows (or the one that detects most if none does).
 func tuneFixed(bad metrics.Direction, ts []int64, vals []float64, windows [][2]int64, target, k, clear int, days float64) Score {
 	if len(vals) == 0 {
 		return Score{Windows: len(windows), Days: days}
@@ -257,27 +270,28 @@ func tuneFixed(bad metrics.Direction, ts []int64, vals []float64, windows [][2]i
 		cand = uniq(dev)
 	}
 	eval := func(i int) Score {
-		s := score(fixedAlerts(bad, ts, vals, cand[i], center, k, clear), windows, days)
+		s := score(fixedAlerts(bad, ts, vals, cand[i], center, k, clear), windows, days, beganIn)
 		s.Threshold = cand[i]
 		return s
 	}
-	// Detected windows fall as the threshold gets less sensitive: find the
-	// last candidate that still reaches the target.
-	lo, hi := 0, len(cand)-1
-	best := eval(0)
-	if best.Detected < target {
-		return best
-	}
-	for lo < hi {
-		mid := (lo + hi + 1) / 2
-		if s := eval(mid); s.Detected >= target {
-			lo, best = mid, s
-		} else {
-			hi = mid - 1
+	// Detection is not monotone in the threshold (a sensitive threshold
+	// can open an alert before a window begins and so miss it), so scan
+	// a grid of candidates by rank and keep, of those that reach the
+	// target, the one with the fewest alerts; if none does, the one that
+	// detects most.
+	const grid = 512
+	var best Score
+	for g := 0; g < grid && g < len(cand); g++ {
+		i := g * (len(cand) - 1) / max(1, min(grid, len(cand))-1)
+		s := eval(i)
+		switch {
+		case g == 0:
+			best = s
+		case s.Detected >= target && (best.Detected < target || s.Alerts <= best.Alerts):
+			best = s
+		case best.Detected < target && (s.Detected > best.Detected || s.Detected == best.Detected && s.Alerts <= best.Alerts):
+			best = s
 		}
-	}
-	if best.Threshold != cand[lo] {
-		best = eval(lo)
 	}
 	return best
 }

@@ -543,6 +543,18 @@ func (d *Detector) refit(st *seriesState, sec int64) {
 		return
 	}
 	opts := st.opts
+	// A level step is kept for one weekly cycle: by then the history
+	// after it holds a whole week, enough for the trend to carry the new
+	// level. Kept longer, the steps at both ends of an excursion (the
+	// first weekend a young series saw) would explain it away, and the
+	// weekly terms could never learn it.
+	live := st.shifts[:0]
+	for _, t := range st.shifts {
+		if sec-t.Unix() < int64(Week/time.Second) {
+			live = append(live, t)
+		}
+	}
+	st.shifts = live
 	opts.Shifts = st.shifts
 	st.model = fitSorted(pts, opts.withDefaults())
 	st.fittedAt, st.fitN = sec, len(pts)

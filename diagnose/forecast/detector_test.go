@@ -429,3 +429,29 @@ func TestDetectorEchoGuard(t *testing.T) {
 		})
 	}
 }
+
+func TestDetectorLearnsWeekendsAfterYoungShifts(t *testing.T) {
+	// A series that starts on a weekday and is 40% lower on weekends: a
+	// young model, without weekly terms yet, takes its first weekend for
+	// level shifts. Once it has seen whole weeks it must forecast
+	// weekends, not keep treating each one as a new pair of shifts.
+	weekend := func(t time.Time) bool { return t.Weekday() == time.Saturday || t.Weekday() == time.Sunday }
+	s := gen(35*1440, time.Minute, 1, 5, func(t time.Time) float64 {
+		v := 100 + dailyShape(t)
+		if weekend(t) {
+			v *= 0.6
+		}
+		return v
+	})
+	d := NewDetector(DetectorOptions{})
+	var late []Alert
+	from := s[0].T.Add(21 * Day)
+	for _, a := range feed(d, "x", s) {
+		if a.State == Firing && !a.At.Before(from) {
+			late = append(late, a)
+		}
+	}
+	if len(late) > 0 {
+		t.Errorf("%d alerts in weeks 4-5 of a clean weekly series, first %v", len(late), late[0])
+	}
+}

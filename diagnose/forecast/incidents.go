@@ -124,7 +124,7 @@ func BacktestIncidents(scopes []ScopeSeries, opts IncidentBacktestOptions) Incid
 		}
 		inc := mergeIncidents(all, opts.MergeGap)
 		res.Rows = append(res.Rows, IncidentRow{Scope: sc.Scope,
-			Dynamic: score(inc, evals[i].windows, evals[i].days), DynamicCover: evals[i].cover(inc)})
+			Dynamic: score(inc, evals[i].windows, evals[i].days, overlaps), DynamicCover: evals[i].cover(inc)})
 	}
 	for _, r := range res.Rows {
 		res.Dynamic.add(r.Dynamic)
@@ -134,7 +134,7 @@ func BacktestIncidents(scopes []ScopeSeries, opts IncidentBacktestOptions) Incid
 	fixedAt := func(p float64) []Score {
 		out := make([]Score, len(evals))
 		for i := range evals {
-			out[i] = score(evals[i].fixed(p, k, clear, opts.MergeGap), evals[i].windows, evals[i].days)
+			out[i] = score(evals[i].fixed(p, k, clear, opts.MergeGap), evals[i].windows, evals[i].days, overlaps)
 		}
 		return out
 	}

@@ -98,7 +98,9 @@ func TestFixedQuantileSensitivity(t *testing.T) {
 	sc := stepScope(3, 9*time.Hour)
 	sc.Series = sc.Series[:1]
 	e := newScopeEval(sc)
-	fixed := func(e scopeEval, p float64) Score { return score(e.fixed(p, 3, 5, 5*time.Minute), e.windows, e.days) }
+	fixed := func(e scopeEval, p float64) Score {
+		return score(e.fixed(p, 3, 5, 5*time.Minute), e.windows, e.days, overlaps)
+	}
 	median := fixed(e, 0.5)
 	if median.PerDay() < 10 {
 		t.Errorf("threshold at the warm-up median: %.1f alerts a day, want many", median.PerDay())

@@ -74,6 +74,27 @@ type SimSeries struct {
 	EvalFrom time.Time // start of the evaluated weeks
 }
 
+// loadElasticity is how each catalog metric follows traffic: the metric
+// scales as load^e. Traffic itself (arrivals, completions, tokens) and
+// what Little's law ties to it (running sequences, KV blocks in use) scale
+// one to one; queues grow faster than load; GPU activity grows more slowly
+// because batching amortises steps; power rises from an idle floor and
+// temperature from the room's; latencies rise mildly with batch size;
+// prompt length, memory reservation, hit rate and error ratio do not care
+// about traffic, and clocks barely.
+var loadElasticity = map[string]float64{
+	metrics.ArrivalRPS: 1, metrics.ThroughputRPS: 1, metrics.PromptTPS: 1, metrics.GenerationTPS: 1,
+	metrics.RunningSeqs: 1, metrics.KVCacheUsage: 1,
+	metrics.QueueDepth: 2, metrics.QueueTime: 1.5, metrics.RejectionRate: 1.5, metrics.PreemptionRate: 1.5,
+	metrics.SMUtil: 0.7, metrics.TensorActive: 0.7, metrics.DRAMActive: 0.7,
+	metrics.Power: 0.4, metrics.GPUTemp: 0.15,
+	metrics.TTFT: 0.5, metrics.TTFTP99: 0.5, metrics.PrefillTime: 0.3,
+	metrics.TPOT: 0.25, metrics.TPOTP99: 0.25, metrics.DecodeTime: 0.25,
+	metrics.E2E: 0.3, metrics.E2EP99: 0.3, metrics.GatewayE2E: 0.3,
+	metrics.SMClock: -0.03, metrics.MemClock: 0, metrics.GPUMemUsedFrac: 0,
+	metrics.MeanPromptTokens: 0, metrics.KVCacheHitRate: 0, metrics.ErrorRate: 0,
+}
+
 // typical levels of catalog metrics for one healthy instance.
 var simLevels = map[string]float64{
 	metrics.GatewayE2E: 3200, metrics.E2E: 3000, metrics.E2EP99: 9000,
@@ -103,11 +124,11 @@ func sq(x float64) float64 { return x * x }
 
 // Simulate generates catalog metrics from a documented generative model:
 //
-//	v(t) = L * (1 + a*(load(t) - 0.6)) * (1 + trend(t)) * (1 + e(t)) * anomaly(t)
+//	v(t) = L * (load(t)/0.6)^a * (1 + trend(t)) * (1 + e(t)) * anomaly(t)
 //
-// with L a typical level per metric, a a load sensitivity drawn per metric
-// (in 0.15..0.6, signed by what load does to the metric), load the daily
-// and weekly traffic cycle, a piecewise-linear trend (a few percent a week,
+// with L a typical level per metric, a its elasticity to load (see
+// loadElasticity, jittered per series), load the daily and weekly traffic
+// cycle, a piecewise-linear trend (a few percent a week,
 // one slope change), e an AR(1) process (phi 0.6) with Student-t (5 degrees
 // of freedom) innovations of 1.5..4% marginal spread, and benign bursts of
 // one or two samples (20..60%, either way). Anomaly windows arrive as a
@@ -138,13 +159,9 @@ func simulateOne(m metrics.Metric, rng *rand.Rand, opts SimOptions, evalFrom tim
 	if level == 0 {
 		level = 10
 	}
-	sens := 0.15 + 0.45*rng.Float64()
-	switch m.ID {
-	case metrics.SMClock, metrics.MemClock, metrics.KVCacheHitRate:
-		sens = -sens / 4
-	case metrics.GPUMemUsedFrac:
-		sens /= 10
-	}
+	// The elasticity to load is physical per metric, jittered by +-25%
+	// so that no two series share one shape.
+	elast := loadElasticity[m.ID] * (0.75 + 0.5*rng.Float64())
 	noise := 0.015 + 0.025*rng.Float64()
 	slope0 := (rng.Float64()*0.08 - 0.03) / float64(Week/opts.Step) // per step
 	slope1 := (rng.Float64()*0.08 - 0.03) / float64(Week/opts.Step)
@@ -211,7 +228,7 @@ func simulateOne(m metrics.Metric, rng *rand.Rand, opts SimOptions, evalFrom tim
 		if i > cp {
 			trend += (slope1 - slope0) * float64(i-cp)
 		}
-		v := level * (1 + sens*(load(t)-0.6)) * (1 + trend) * (1 + e) * (1 + effect[i]) * (1 + burst[i])
+		v := level * math.Pow(load(t)/0.6, elast) * (1 + trend) * (1 + e) * (1 + effect[i]) * (1 + burst[i])
 		s.Samples[i] = metrics.Sample{T: t, V: quantise(m, v)}
 	}
 	return s
