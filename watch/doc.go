@@ -34,6 +34,13 @@
 // its instances opened within JoinWindow: the model's means move because
 // the instance did.
 //
+// With Corroborate set (casebook serve sets 10 minutes), a lone metric's
+// group waits: it opens its incident when a second metric of the scope
+// fires, taking the first along, or when its alert has lasted Corroborate,
+// and nothing opens if the metric returns to its band first. Faults move
+// coupled metrics together; a single metric's few-minute excursion is
+// mostly noise. The trigger's minute is still the first metric's.
+//
 // # Alertmanager
 //
 // With an Alertmanager URL every round posts the firing alerts (one per

@@ -53,6 +53,15 @@ type Options struct {
 	// Consecutive is how many points in a row out of band raise an alert
 	// (default 3).
 	Consecutive int
+	// Corroborate, when positive, holds back the incident of a lone
+	// metric: it opens once a second metric of the scope alerts too, or
+	// once the lone alert has lasted this long, and not at all if the
+	// metric returns to its band first. A fault in an inference service
+	// moves coupled metrics together (latency with queue and batch,
+	// throttling with clock and power), while one metric's short
+	// excursion is mostly noise. Zero opens an incident for every alert.
+	// The metric alerts themselves still go to the Alertmanager.
+	Corroborate time.Duration
 	// Metrics are the catalog ids watched (default metrics.IDs()).
 	Metrics []string
 	// Detector configures each scope's detector; its Scope and
@@ -122,7 +131,8 @@ type scopeState struct {
 	gone     bool      // missing from the last Scopes answer (logged once)
 	readErr  bool      // the last read failed (logged once)
 	firing   map[string]*Active
-	incident *episode // the latest incident of the scope
+	incident *episode        // the latest incident of the scope
+	pending  *forecast.Group // a lone metric's alert awaiting corroboration
 }
 
 // episode is an incident the detector opened.
@@ -231,7 +241,13 @@ func (w *Watcher) Round(ctx context.Context) RoundStats {
 		return groups[i].Scope.Instance != "" && groups[j].Scope.Instance == ""
 	})
 	for _, g := range groups {
-		if w.openGroup(ctx, g) {
+		at := g.Minute
+		if g, open := w.corroborate(g); open && w.openGroup(ctx, g, at) {
+			rs.Opened++
+		}
+	}
+	for _, g := range w.duePending(now) {
+		if w.openGroup(ctx, g, now.Truncate(time.Minute)) {
 			rs.Opened++
 		}
 	}
@@ -365,9 +381,87 @@ func (w *Watcher) event(sc metrics.Scope, st *scopeState, a forecast.Alert, now 
 	return false
 }
 
+// corroborate decides whether a group opens (or joins) an incident now.
+// A group of one metric, in a scope with no other metric firing and no
+// recent incident, is held as the scope's pending group; a group that
+// corroborates a pending one takes its alerts along.
+func (w *Watcher) corroborate(g forecast.Group) (forecast.Group, bool) {
+	if w.opts.Corroborate <= 0 {
+		return g, true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	st := w.scopes[g.Scope]
+	if ep := st.incident; ep != nil && g.Minute.Sub(ep.minute) <= w.opts.JoinWindow && !g.Minute.Before(ep.minute) {
+		return g, true
+	}
+	in := map[string]bool{}
+	for _, m := range g.Metrics {
+		in[m] = true
+	}
+	var others []string
+	for m := range st.firing {
+		if !in[m] {
+			others = append(others, m)
+		}
+	}
+	if len(g.Metrics) < 2 && len(others) == 0 {
+		if st.pending == nil {
+			p := g
+			st.pending = &p
+		}
+		return g, false
+	}
+	sort.Strings(others)
+	for _, m := range others {
+		g.Alerts = append(g.Alerts, st.firing[m].Alert)
+		g.Metrics = append(g.Metrics, m)
+	}
+	sort.Strings(g.Metrics)
+	if st.pending != nil && st.pending.Minute.Before(g.Minute) {
+		g.Minute = st.pending.Minute // the incident began with the first metric
+	}
+	st.pending = nil
+	return g, true
+}
+
+// duePending returns the pending groups whose lone alert has lasted the
+// corroboration time, and drops those whose metric went back in its band.
+func (w *Watcher) duePending(now time.Time) []forecast.Group {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var due []forecast.Group
+	for sc, st := range w.scopes {
+		p := st.pending
+		if p == nil {
+			continue
+		}
+		var still []forecast.Alert
+		for _, a := range p.Alerts {
+			if act, ok := st.firing[a.Metric]; ok {
+				still = append(still, act.Alert)
+			}
+		}
+		switch {
+		case len(still) == 0:
+			w.log.Info("watch: a lone metric's alert ended before anything corroborated it; no incident", "scope", sc.String(), "metrics", strings.Join(p.Metrics, ","))
+			st.pending = nil
+		case now.Sub(p.Minute) >= w.opts.Corroborate:
+			g := *p
+			g.Alerts = still
+			due = append(due, g)
+			st.pending = nil
+		}
+	}
+	sort.Slice(due, func(i, j int) bool { return due[i].Scope.String() < due[j].Scope.String() })
+	return due
+}
+
 // openGroup opens the incident of one group, or joins the scope's recent
-// incident, and reports whether it opened one.
-func (w *Watcher) openGroup(ctx context.Context, g forecast.Group) bool {
+// incident, and reports whether it opened one. at is the minute the group
+// was acted on (later than its own minute when it waited for
+// corroboration); the join window counts from it.
+func (w *Watcher) openGroup(ctx context.Context, g forecast.Group, at time.Time) bool {
 	w.mu.Lock()
 	st := w.scopes[g.Scope]
 	ep := st.incident
@@ -405,7 +499,7 @@ func (w *Watcher) openGroup(ctx context.Context, g forecast.Group) bool {
 		w.log.Warn("watch: opening the detector's incident failed", "scope", g.Scope.String(), "metrics", strings.Join(g.Metrics, ","), "err", err)
 		return false
 	}
-	ep = &episode{id: inc.ID, url: w.opts.BaseURL + "/incidents/" + strconv.FormatInt(inc.ID, 10), minute: g.Minute}
+	ep = &episode{id: inc.ID, url: w.opts.BaseURL + "/incidents/" + strconv.FormatInt(inc.ID, 10), minute: at}
 	w.log.Info("watch: incident opened", "scope", g.Scope.String(), "incident", inc.ID, "metrics", strings.Join(g.Metrics, ","))
 	w.attach(st, g, ep)
 	return true

@@ -328,3 +328,58 @@ func TestClampBand(t *testing.T) {
 		}
 	}
 }
+
+func TestWatcherCorroboratesLoneMetrics(t *testing.T) {
+	const wait = 10 * time.Minute
+	tests := []struct {
+		name    string
+		stepped []string
+		lasts   time.Duration // how long the step lasts
+		want    int           // incidents after 30 minutes
+		within  time.Duration // the incident opened within this of the step
+	}{
+		{"a lone metric's short excursion opens nothing", []string{metrics.TTFT}, 5 * time.Minute, 0, 0},
+		{"a lone metric that stays out opens one after the wait", []string{metrics.TTFT}, time.Hour, 1, wait + 2*time.Minute},
+		{"two metrics together open one at once", []string{metrics.TTFT, metrics.E2E}, 5 * time.Minute, 1, 5 * time.Minute},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &fakeSource{scopes: []metrics.Scope{testScope}, step: 2, stepped: map[string]bool{}}
+			for _, id := range tc.stepped {
+				src.stepped[id] = true
+			}
+			var log syncBuffer
+			w, op, clk := newTestWatcher(t, src, testIDs, nil, &log)
+			w.opts.Corroborate = wait
+			w.Round(context.Background())
+			runMinutes(w, clk, 60)
+			stepAt := clk.Now().Truncate(time.Minute).Add(time.Minute)
+			src.set(func(f *fakeSource) { f.stepAt = stepAt })
+			openedAt := time.Time{}
+			for i := 0; i < 30; i++ {
+				if clk.Now().Sub(stepAt) >= tc.lasts {
+					src.set(func(f *fakeSource) { f.stepAt = time.Time{} })
+				}
+				if runMinutes(w, clk, 1) > 0 && openedAt.IsZero() {
+					openedAt = clk.Now()
+				}
+			}
+			got := op.list()
+			if len(got) != tc.want {
+				t.Fatalf("opened %d incidents, want %d\nlog:\n%s", len(got), tc.want, log.String())
+			}
+			if tc.want == 0 {
+				if !strings.Contains(log.String(), "no incident") {
+					t.Errorf("the dropped excursion is not logged:\n%s", log.String())
+				}
+				return
+			}
+			if d := openedAt.Sub(stepAt); d > tc.within {
+				t.Errorf("opened %v after the step, want within %v", d, tc.within)
+			}
+			if tr := got[0].tr.At; tr.After(stepAt.Add(5 * time.Minute)) {
+				t.Errorf("incident at %v, want the anomaly's start near %v, not when it was corroborated", tr, stepAt)
+			}
+		})
+	}
+}

@@ -27,6 +27,7 @@ func backtestCmd(ctx context.Context, args []string, env func(string) string, st
 	rate := fs.Float64("anomalies-per-day", 1, "mean rate of injected anomaly windows per metric and day (synthetic mode)")
 	cluster := fs.Bool("cluster", false, "count incidents on the simulated cluster: faults injected per model scope, one scope's overlapping alerts are one incident")
 	faults := fs.Float64("faults-per-day", 1, "mean rate of injected faults per model scope and day (--cluster)")
+	sustain := fs.Duration("corroborate", 10*time.Minute, "with --cluster, an incident opens only when a second metric of the scope alerts or one alert lasts this long, for both detectors, as serve --detect-corroborate does (0: every alert opens one)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: casebook backtest [--weeks N] [--seed S] [--per-metric] [--anomalies-per-day R]\n"+
 			"       casebook backtest --cluster [--weeks N] [--seed S] [--faults-per-day F]\n\n"+
@@ -49,11 +50,14 @@ func backtestCmd(ctx context.Context, args []string, env func(string) string, st
 	if !(*faults > 0 && *faults <= 12) {
 		return fmt.Errorf("%w: --faults-per-day must be in (0, 12], got %v", errUsage, *faults)
 	}
+	if *sustain < 0 || *sustain > 24*time.Hour {
+		return fmt.Errorf("%w: --corroborate must be 0..24h, got %v", errUsage, *sustain)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if *cluster {
-		return backtestCluster(*weeks, *seed, *consecutive, *faults, stdout)
+		return backtestCluster(*weeks, *seed, *consecutive, *faults, *sustain, stdout)
 	}
 	began := time.Now()
 	res := forecast.Backtest(forecast.BacktestOptions{
@@ -89,7 +93,7 @@ func backtestCmd(ctx context.Context, args []string, env func(string) string, st
 
 // backtestCluster runs the incident-level backtest on the simulated
 // cluster and prints one row per scope and detector, the totals and the cut.
-func backtestCluster(weeks int, seed int64, consecutive int, faults float64, stdout io.Writer) error {
+func backtestCluster(weeks int, seed int64, consecutive int, faults float64, sustain time.Duration, stdout io.Writer) error {
 	began := time.Now()
 	hist := sim.History(sim.HistoryOptions{Weeks: weeks, Seed: seed, FaultsPerDay: faults})
 	simulated := time.Since(began)
@@ -103,6 +107,7 @@ func backtestCluster(weeks int, seed int64, consecutive int, faults float64, std
 	}
 	res := forecast.BacktestIncidents(scopes, forecast.IncidentBacktestOptions{
 		Detector: forecast.DetectorOptions{Consecutive: consecutive},
+		Sustain:  sustain,
 	})
 	fmt.Fprintf(stdout, "backtest --cluster: %d model scopes, %d series, %d evaluated week(s) of 1-minute data after 14 days of history, %.2g faults per scope and day, seed %d, K=%d, refit 6h (simulated %.1fs, total %.1fs)\n",
 		len(scopes), res.Metrics, weeks, faults, seed, consecutive, simulated.Seconds(), time.Since(began).Seconds())

@@ -56,6 +56,7 @@ type serveConfig struct {
 	Detect            string // "auto", "on" or "off"
 	DetectInterval    time.Duration
 	DetectConsecutive int
+	DetectCorroborate time.Duration
 	AlertmanagerURL   string
 
 	ChangeWebhookURL    string
@@ -89,6 +90,7 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	fs.StringVar(&c.Detect, "detect", "auto", `dynamic-threshold detector: "on", "off" or "auto" (on)`)
 	fs.DurationVar(&c.DetectInterval, "detect-interval", time.Minute, "how often the detector evaluates the latest minute of every metric")
 	fs.IntVar(&c.DetectConsecutive, "detect-consecutive", 3, "points in a row outside the forecast band that raise an alert")
+	fs.DurationVar(&c.DetectCorroborate, "detect-corroborate", 10*time.Minute, "a lone metric's alert opens an incident only when a second metric of the scope alerts or it lasts this long (0: every alert opens one)")
 	fs.StringVar(&c.AlertmanagerURL, "alertmanager-url", "", "forward the detector's alerts to this Alertmanager (http://host:9093)")
 	fs.StringVar(&c.ChangeWebhookURL, "change-webhook-url", "", "post change requests (signed JSON) to this URL, e.g. a CMDB or ticketing system")
 	fs.StringVar(&c.ChangeWebhookSecret, "change-webhook-secret", "", "shared secret of the X-Casebook-Signature HMAC (required with --change-webhook-url)")
@@ -148,6 +150,9 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	}
 	if c.DetectConsecutive <= 0 {
 		return c, fmt.Errorf("%w: --detect-consecutive must be positive, got %d", errUsage, c.DetectConsecutive)
+	}
+	if c.DetectCorroborate < 0 || c.DetectCorroborate > 24*time.Hour {
+		return c, fmt.Errorf("%w: --detect-corroborate must be 0..24h, got %s", errUsage, c.DetectCorroborate)
 	}
 	if c.AlertmanagerURL != "" {
 		if _, err := watch.NewAlertmanager(watch.AlertmanagerOptions{URL: c.AlertmanagerURL}); err != nil {
@@ -423,6 +428,7 @@ func newWatcher(cfg serveConfig, tel *telemetry.Telemetry, inc *handlers.Inciden
 		Opener:      inc,
 		Interval:    cfg.DetectInterval,
 		Consecutive: cfg.DetectConsecutive,
+		Corroborate: cfg.DetectCorroborate,
 		BaseURL:     cfg.BaseURL,
 		Logger:      log,
 		// Refitting every 6 h instead of every hour keeps the start-up

@@ -78,7 +78,10 @@ type BacktestOptions struct {
 
 // interval is one alert: from its first out-of-band sample to its end, and
 // when it fired.
-type interval struct{ start, fired, end int64 }
+type interval struct {
+	start, fired, end int64
+	src               int // which series of a scope raised it
+}
 
 // Backtest simulates the series (see Simulate), replays each through a
 // Detector with only past data at every step, and scores it and a fixed
@@ -222,7 +225,7 @@ func fixedAlerts(bad metrics.Direction, ts []int64, vals []float64, thr, center 
 				run++
 				if run >= k {
 					firing, in = true, 0
-					out = append(out, interval{runStart, ts[i], math.MaxInt64})
+					out = append(out, interval{start: runStart, fired: ts[i], end: math.MaxInt64})
 				}
 			} else {
 				run = 0

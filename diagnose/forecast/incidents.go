@@ -33,6 +33,10 @@ type IncidentBacktestOptions struct {
 	// MergeGap is how far apart two alerts of one scope may be and still
 	// be one incident (default 5 minutes).
 	MergeGap time.Duration
+	// Sustain, when positive, makes an incident wait for corroboration:
+	// a second metric of the scope alerting, or one alert lasting
+	// Sustain (zero: every alert opens an incident).
+	Sustain time.Duration
 }
 
 func (o IncidentBacktestOptions) withDefaults() IncidentBacktestOptions {
@@ -119,10 +123,13 @@ func BacktestIncidents(scopes []ScopeSeries, opts IncidentBacktestOptions) Incid
 	for i, sc := range scopes {
 		evals[i] = newScopeEval(sc)
 		var all []interval
-		for _, as := range alerts[i] {
-			all = append(all, evals[i].evaluated(as)...)
+		for j, as := range alerts[i] {
+			for _, a := range evals[i].evaluated(as) {
+				a.src = j
+				all = append(all, a)
+			}
 		}
-		inc := mergeIncidents(all, opts.MergeGap)
+		inc := mergeIncidents(all, opts.MergeGap, opts.Sustain)
 		res.Rows = append(res.Rows, IncidentRow{Scope: sc.Scope,
 			Dynamic: score(inc, evals[i].windows, evals[i].days, overlaps), DynamicCover: evals[i].cover(inc)})
 	}
@@ -134,7 +141,7 @@ func BacktestIncidents(scopes []ScopeSeries, opts IncidentBacktestOptions) Incid
 	fixedAt := func(p float64) []Score {
 		out := make([]Score, len(evals))
 		for i := range evals {
-			out[i] = score(evals[i].fixed(p, k, clear, opts.MergeGap), evals[i].windows, evals[i].days, overlaps)
+			out[i] = score(evals[i].fixed(p, k, clear, opts.MergeGap, opts.Sustain), evals[i].windows, evals[i].days, overlaps)
 		}
 		return out
 	}
@@ -170,7 +177,7 @@ func BacktestIncidents(scopes []ScopeSeries, opts IncidentBacktestOptions) Incid
 	for i := range res.Rows {
 		r := &res.Rows[i]
 		r.Fixed = best[i]
-		r.FixedCover = evals[i].cover(evals[i].fixed(bestP, k, clear, opts.MergeGap))
+		r.FixedCover = evals[i].cover(evals[i].fixed(bestP, k, clear, opts.MergeGap, opts.Sustain))
 		res.Fixed.add(best[i])
 		dynSpan += r.DynamicCover * evals[i].days
 		fixSpan += r.FixedCover * evals[i].days
@@ -207,7 +214,7 @@ func detectorAlerts(s metrics.Series, dopts DetectorOptions) []interval {
 		}
 		switch a.State {
 		case Firing:
-			out = append(out, interval{a.Start.Unix(), a.At.Unix(), math.MaxInt64})
+			out = append(out, interval{start: a.Start.Unix(), fired: a.At.Unix(), end: math.MaxInt64})
 			open = len(out) - 1
 		case Resolved:
 			if open >= 0 {
@@ -224,25 +231,65 @@ func detectorAlerts(s metrics.Series, dopts DetectorOptions) []interval {
 
 // mergeIncidents merges alerts that overlap or are at most gap apart into
 // one incident each: from the first start to the last end, fired at the
-// first firing. The result is sorted by start.
-func mergeIncidents(alerts []interval, gap time.Duration) []interval {
+// first firing. With sustain > 0 an incident is corroborated first: it
+// fires when a second series of the scope has fired, or when one alert
+// has stayed open for sustain, and is dropped if neither happens. The
+// result is sorted by start.
+func mergeIncidents(alerts []interval, gap, sustain time.Duration) []interval {
 	if len(alerts) == 0 {
 		return nil
 	}
 	a := append([]interval(nil), alerts...)
 	sort.Slice(a, func(i, j int) bool { return a[i].start < a[j].start })
 	g := int64(gap / time.Second)
-	out := []interval{a[0]}
-	for _, x := range a[1:] {
-		cur := &out[len(out)-1]
-		if x.start-g <= cur.end {
-			cur.end = max(cur.end, x.end)
-			cur.fired = min(cur.fired, x.fired)
-			continue
+	var groups [][]interval
+	end := int64(math.MinInt64)
+	for _, x := range a {
+		if len(groups) == 0 || x.start-g > end {
+			groups = append(groups, nil)
+			end = x.end
 		}
-		out = append(out, x)
+		groups[len(groups)-1] = append(groups[len(groups)-1], x)
+		end = max(end, x.end)
+	}
+	var out []interval
+	for _, grp := range groups {
+		inc := grp[0]
+		for _, x := range grp[1:] {
+			inc.end = max(inc.end, x.end)
+			inc.fired = min(inc.fired, x.fired)
+		}
+		if sustain > 0 {
+			fired, ok := corroborated(grp, int64(sustain/time.Second))
+			if !ok {
+				continue
+			}
+			inc.fired = fired
+		}
+		out = append(out, inc)
 	}
 	return out
+}
+
+// corroborated returns when a group of alerts is corroborated: the
+// earliest of a second series' firing and an alert's staying open for
+// sustain seconds.
+func corroborated(grp []interval, sustain int64) (int64, bool) {
+	best := int64(math.MaxInt64)
+	byFire := append([]interval(nil), grp...)
+	sort.Slice(byFire, func(i, j int) bool { return byFire[i].fired < byFire[j].fired })
+	for _, x := range byFire[1:] {
+		if x.src != byFire[0].src {
+			best = x.fired
+			break
+		}
+	}
+	for _, x := range grp {
+		if x.end-x.fired >= sustain {
+			best = min(best, x.fired+sustain)
+		}
+	}
+	return best, best != math.MaxInt64
 }
 
 // scopeEval is one scope prepared for scoring: its evaluated windows and
@@ -311,9 +358,9 @@ func (e scopeEval) evaluated(alerts []interval) []interval {
 
 // fixed returns the scope's incident alerts with every metric's threshold
 // at tail probability p of its warm-up values on its bad side.
-func (e scopeEval) fixed(p float64, k, clear int, gap time.Duration) []interval {
+func (e scopeEval) fixed(p float64, k, clear int, gap, sustain time.Duration) []interval {
 	var all []interval
-	for _, f := range e.metrics {
+	for j, f := range e.metrics {
 		if len(f.warmup) == 0 || len(f.vals) == 0 {
 			continue
 		}
@@ -324,9 +371,12 @@ func (e scopeEval) fixed(p float64, k, clear int, gap time.Duration) []interval 
 		if f.bad == metrics.Down || f.bad == metrics.Both {
 			lo = quantileSorted(f.warmup, p)
 		}
-		all = append(all, bandAlerts(f.ts, f.vals, lo, hi, k, clear)...)
+		for _, a := range bandAlerts(f.ts, f.vals, lo, hi, k, clear) {
+			a.src = j
+			all = append(all, a)
+		}
 	}
-	return mergeIncidents(all, gap)
+	return mergeIncidents(all, gap, sustain)
 }
 
 // quantileSorted is the q-quantile of sorted values, interpolated
@@ -364,7 +414,7 @@ func bandAlerts(ts []int64, vals []float64, lo, hi float64, k, clear int) []inte
 			run++
 			if run >= k {
 				firing, in = true, 0
-				out = append(out, interval{runStart, ts[i], math.MaxInt64})
+				out = append(out, interval{start: runStart, fired: ts[i], end: math.MaxInt64})
 			}
 			continue
 		}

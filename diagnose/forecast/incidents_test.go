@@ -99,7 +99,7 @@ func TestFixedQuantileSensitivity(t *testing.T) {
 	sc.Series = sc.Series[:1]
 	e := newScopeEval(sc)
 	fixed := func(e scopeEval, p float64) Score {
-		return score(e.fixed(p, 3, 5, 5*time.Minute), e.windows, e.days, overlaps)
+		return score(e.fixed(p, 3, 5, 5*time.Minute, 0), e.windows, e.days, overlaps)
 	}
 	median := fixed(e, 0.5)
 	if median.PerDay() < 10 {
@@ -119,10 +119,10 @@ func TestFixedQuantileSensitivity(t *testing.T) {
 	if all.Alerts > median.Alerts/3 {
 		t.Errorf("three metrics at the median: %d incidents, want far fewer than one metric's %d alerts", all.Alerts, median.Alerts)
 	}
-	if c := e3.cover(e3.fixed(0.5, 3, 5, 5*time.Minute)); c < 0.5 {
+	if c := e3.cover(e3.fixed(0.5, 3, 5, 5*time.Minute, 0)); c < 0.5 {
 		t.Errorf("three metrics at the median cover %.2f of the day, want most of it", c)
 	}
-	if c := e3.cover(e3.fixed(1e-4, 3, 5, 5*time.Minute)); c > 0.1 {
+	if c := e3.cover(e3.fixed(1e-4, 3, 5, 5*time.Minute, 0)); c > 0.1 {
 		t.Errorf("three metrics at the 0.9999 quantile cover %.2f of the day, want about the fault's hour", c)
 	}
 }
@@ -135,13 +135,13 @@ func TestMergeIncidents(t *testing.T) {
 		want []interval
 	}{
 		{"empty", nil, nil},
-		{"overlapping", []interval{{10 * m, 12 * m, 30 * m}, {5 * m, 8 * m, 20 * m}}, []interval{{5 * m, 8 * m, 30 * m}}},
-		{"within the gap", []interval{{0, 3 * m, 10 * m}, {14 * m, 17 * m, 20 * m}}, []interval{{0, 3 * m, 20 * m}}},
-		{"beyond the gap", []interval{{0, 3 * m, 10 * m}, {16 * m, 19 * m, 20 * m}}, []interval{{0, 3 * m, 10 * m}, {16 * m, 19 * m, 20 * m}}},
-		{"open alert swallows later ones", []interval{{0, 3 * m, math.MaxInt64}, {100 * m, 103 * m, 110 * m}}, []interval{{0, 3 * m, math.MaxInt64}}},
+		{"overlapping", []interval{{10 * m, 12 * m, 30 * m, 0}, {5 * m, 8 * m, 20 * m, 0}}, []interval{{5 * m, 8 * m, 30 * m, 0}}},
+		{"within the gap", []interval{{0, 3 * m, 10 * m, 0}, {14 * m, 17 * m, 20 * m, 0}}, []interval{{0, 3 * m, 20 * m, 0}}},
+		{"beyond the gap", []interval{{0, 3 * m, 10 * m, 0}, {16 * m, 19 * m, 20 * m, 0}}, []interval{{0, 3 * m, 10 * m, 0}, {16 * m, 19 * m, 20 * m, 0}}},
+		{"open alert swallows later ones", []interval{{0, 3 * m, math.MaxInt64, 0}, {100 * m, 103 * m, 110 * m, 0}}, []interval{{0, 3 * m, math.MaxInt64, 0}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := mergeIncidents(tc.in, 5*time.Minute)
+			got := mergeIncidents(tc.in, 5*time.Minute, 0)
 			if len(got) != len(tc.want) {
 				t.Fatalf("got %v, want %v", got, tc.want)
 			}
@@ -161,11 +161,34 @@ func TestBandAlerts(t *testing.T) {
 	}
 	vals := []float64{0, 0, 5, 5, 5, 5, 0, 0, 0, 0, 0, 0, -5, -5, -5, 0, 0, 0, 0, 0}
 	got := bandAlerts(ts, vals, -1, 1, 3, 5)
-	want := []interval{{120, 240, 600}, {720, 840, 1140}}
+	want := []interval{{120, 240, 600, 0}, {720, 840, 1140, 0}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("band alerts %v, want %v", got, want)
 	}
 	if got := bandAlerts(ts, vals, math.Inf(-1), 1, 3, 5); len(got) != 1 {
 		t.Errorf("an upper threshold alone: %v, want one alert", got)
+	}
+}
+
+func TestMergeIncidentsCorroborated(t *testing.T) {
+	const m = 60
+	lone := interval{start: 0, fired: 3 * m, end: 8 * m, src: 1}
+	long := interval{start: 100 * m, fired: 103 * m, end: 130 * m, src: 1}
+	pairA := interval{start: 200 * m, fired: 203 * m, end: 209 * m, src: 1}
+	pairB := interval{start: 201 * m, fired: 205 * m, end: 207 * m, src: 2}
+	sameSrc := interval{start: 206 * m, fired: 208 * m, end: 212 * m, src: 1}
+	got := mergeIncidents([]interval{lone, long, pairA, pairB, sameSrc}, 5*time.Minute, 10*time.Minute)
+	if len(got) != 2 {
+		t.Fatalf("got %d incidents %v, want 2: the lone short alert is dropped", len(got), got)
+	}
+	if got[0].start != long.start || got[0].fired != long.fired+10*m {
+		t.Errorf("long lone alert: %v, want it to fire after 10 minutes open", got[0])
+	}
+	if got[1].start != pairA.start || got[1].fired != pairB.fired {
+		t.Errorf("two metrics: %v, want it to fire with the second metric", got[1])
+	}
+	// Two alerts of one series are no corroboration.
+	if got := mergeIncidents([]interval{pairA, sameSrc}, 5*time.Minute, 10*time.Minute); len(got) != 0 {
+		t.Errorf("one series twice: %v, want no incident", got)
 	}
 }
