@@ -34,12 +34,15 @@
 // its instances opened within JoinWindow: the model's means move because
 // the instance did.
 //
-// With Corroborate set (casebook serve sets 10 minutes), a lone metric's
-// group waits: it opens its incident when a second metric of the scope
-// fires, taking the first along, or when its alert has lasted Corroborate,
-// and nothing opens if the metric returns to its band first. Faults move
-// coupled metrics together; a single metric's few-minute excursion is
-// mostly noise. The trigger's minute is still the first metric's.
+// With Corroborate set (casebook serve sets 10 minutes), alerts of one
+// dimension wait: their incident opens when a metric of another dimension
+// of the scope fires, taking them along, or when they have lasted
+// Corroborate, and nothing opens if they return to their bands first. A
+// fault moves its mechanism and its symptom together (clock and TPOT, KV
+// cache and queue); the latencies of one request move together by
+// construction and do not corroborate each other; a few-minute excursion
+// of one dimension is mostly noise. The trigger's minute is the first
+// alert's.
 //
 // # Alertmanager
 //

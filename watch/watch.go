@@ -53,14 +53,17 @@ type Options struct {
 	// Consecutive is how many points in a row out of band raise an alert
 	// (default 3).
 	Consecutive int
-	// Corroborate, when positive, holds back the incident of a lone
-	// metric: it opens once a second metric of the scope alerts too, or
-	// once the lone alert has lasted this long, and not at all if the
-	// metric returns to its band first. A fault in an inference service
-	// moves coupled metrics together (latency with queue and batch,
-	// throttling with clock and power), while one metric's short
-	// excursion is mostly noise. Zero opens an incident for every alert.
-	// The metric alerts themselves still go to the Alertmanager.
+	// Corroborate, when positive, holds back an incident whose alerts
+	// all belong to one dimension (latency, throughput, utilisation,
+	// quality): it opens once a metric of another dimension alerts too,
+	// or once the alerts have lasted this long, and not at all if they
+	// all return to their bands first. A fault moves its mechanism and
+	// its symptom together (a slower clock and a longer TPOT, a full KV
+	// cache and a longer queue), while the metrics of one dimension move
+	// together by construction (an end-to-end latency contains the decode
+	// time), so they do not corroborate each other. Zero opens an
+	// incident for every alert. The metric alerts themselves still go to
+	// the Alertmanager.
 	Corroborate time.Duration
 	// Metrics are the catalog ids watched (default metrics.IDs()).
 	Metrics []string
@@ -131,8 +134,9 @@ type scopeState struct {
 	gone     bool      // missing from the last Scopes answer (logged once)
 	readErr  bool      // the last read failed (logged once)
 	firing   map[string]*Active
-	incident *episode        // the latest incident of the scope
-	pending  *forecast.Group // a lone metric's alert awaiting corroboration
+	incident *episode // the latest incident of the scope
+	// pendingSince is the first minute of alerts awaiting corroboration.
+	pendingSince time.Time
 }
 
 // episode is an incident the detector opened.
@@ -382,9 +386,10 @@ func (w *Watcher) event(sc metrics.Scope, st *scopeState, a forecast.Alert, now 
 }
 
 // corroborate decides whether a group opens (or joins) an incident now.
-// A group of one metric, in a scope with no other metric firing and no
-// recent incident, is held as the scope's pending group; a group that
-// corroborates a pending one takes its alerts along.
+// Unless it joins the scope's recent incident, it opens one only when the
+// scope's firing alerts that belong to no incident span two dimensions
+// (latency, throughput, utilisation, quality), and then takes them all
+// along; otherwise the scope waits for corroboration (see duePending).
 func (w *Watcher) corroborate(g forecast.Group) (forecast.Group, bool) {
 	if w.opts.Corroborate <= 0 {
 		return g, true
@@ -395,66 +400,67 @@ func (w *Watcher) corroborate(g forecast.Group) (forecast.Group, bool) {
 	if ep := st.incident; ep != nil && g.Minute.Sub(ep.minute) <= w.opts.JoinWindow && !g.Minute.Before(ep.minute) {
 		return g, true
 	}
-	in := map[string]bool{}
-	for _, m := range g.Metrics {
-		in[m] = true
+	if st.pendingSince.IsZero() || g.Minute.Before(st.pendingSince) {
+		st.pendingSince = g.Minute
 	}
-	var others []string
-	for m := range st.firing {
-		if !in[m] {
-			others = append(others, m)
-		}
-	}
-	if len(g.Metrics) < 2 && len(others) == 0 {
-		if st.pending == nil {
-			p := g
-			st.pending = &p
-		}
+	all := unattached(g.Scope, st, st.pendingSince)
+	if dimensions(all.Metrics) < 2 {
 		return g, false
 	}
-	sort.Strings(others)
-	for _, m := range others {
-		g.Alerts = append(g.Alerts, st.firing[m].Alert)
-		g.Metrics = append(g.Metrics, m)
-	}
-	sort.Strings(g.Metrics)
-	if st.pending != nil && st.pending.Minute.Before(g.Minute) {
-		g.Minute = st.pending.Minute // the incident began with the first metric
-	}
-	st.pending = nil
-	return g, true
+	st.pendingSince = time.Time{}
+	return all, true
 }
 
-// duePending returns the pending groups whose lone alert has lasted the
-// corroboration time, and drops those whose metric went back in its band.
+// duePending opens the waiting scopes whose oldest unattached alert has
+// lasted the corroboration time, and forgets those whose alerts all went
+// back in their bands.
 func (w *Watcher) duePending(now time.Time) []forecast.Group {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var due []forecast.Group
 	for sc, st := range w.scopes {
-		p := st.pending
-		if p == nil {
+		if st.pendingSince.IsZero() {
 			continue
 		}
-		var still []forecast.Alert
-		for _, a := range p.Alerts {
-			if act, ok := st.firing[a.Metric]; ok {
-				still = append(still, act.Alert)
-			}
-		}
+		g := unattached(sc, st, st.pendingSince)
 		switch {
-		case len(still) == 0:
-			w.log.Info("watch: a lone metric's alert ended before anything corroborated it; no incident", "scope", sc.String(), "metrics", strings.Join(p.Metrics, ","))
-			st.pending = nil
-		case now.Sub(p.Minute) >= w.opts.Corroborate:
-			g := *p
-			g.Alerts = still
+		case len(g.Alerts) == 0:
+			w.log.Info("watch: an alert of one dimension ended before anything corroborated it; no incident", "scope", sc.String(), "since", st.pendingSince.Format(time.RFC3339))
+			st.pendingSince = time.Time{}
+		case now.Sub(st.pendingSince) >= w.opts.Corroborate:
 			due = append(due, g)
-			st.pending = nil
+			st.pendingSince = time.Time{}
 		}
 	}
 	sort.Slice(due, func(i, j int) bool { return due[i].Scope.String() < due[j].Scope.String() })
 	return due
+}
+
+// unattached groups the scope's firing alerts that belong to no incident,
+// at the given minute.
+func unattached(sc metrics.Scope, st *scopeState, minute time.Time) forecast.Group {
+	g := forecast.Group{Scope: sc, Minute: minute}
+	for m, act := range st.firing {
+		if act.Incident == 0 {
+			g.Metrics = append(g.Metrics, m)
+		}
+	}
+	sort.Strings(g.Metrics)
+	for _, m := range g.Metrics {
+		g.Alerts = append(g.Alerts, st.firing[m].Alert)
+	}
+	return g
+}
+
+// dimensions counts the catalog dimensions the metrics belong to.
+func dimensions(ids []string) int {
+	seen := map[metrics.Dimension]bool{}
+	for _, id := range ids {
+		if m, ok := metrics.Lookup(id); ok {
+			seen[m.Dimension] = true
+		}
+	}
+	return len(seen)
 }
 
 // openGroup opens the incident of one group, or joins the scope's recent

@@ -329,7 +329,7 @@ func TestClampBand(t *testing.T) {
 	}
 }
 
-func TestWatcherCorroboratesLoneMetrics(t *testing.T) {
+func TestWatcherCorroboratesAcrossDimensions(t *testing.T) {
 	const wait = 10 * time.Minute
 	tests := []struct {
 		name    string
@@ -340,7 +340,8 @@ func TestWatcherCorroboratesLoneMetrics(t *testing.T) {
 	}{
 		{"a lone metric's short excursion opens nothing", []string{metrics.TTFT}, 5 * time.Minute, 0, 0},
 		{"a lone metric that stays out opens one after the wait", []string{metrics.TTFT}, time.Hour, 1, wait + 2*time.Minute},
-		{"two metrics together open one at once", []string{metrics.TTFT, metrics.E2E}, 5 * time.Minute, 1, 5 * time.Minute},
+		{"two latencies of one excursion open nothing", []string{metrics.TTFT, metrics.E2E}, 5 * time.Minute, 0, 0},
+		{"latency with throughput opens one at once", []string{metrics.TTFT, metrics.GenerationTPS}, 5 * time.Minute, 1, 5 * time.Minute},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

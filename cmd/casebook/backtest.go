@@ -27,7 +27,7 @@ func backtestCmd(ctx context.Context, args []string, env func(string) string, st
 	rate := fs.Float64("anomalies-per-day", 1, "mean rate of injected anomaly windows per metric and day (synthetic mode)")
 	cluster := fs.Bool("cluster", false, "count incidents on the simulated cluster: faults injected per model scope, one scope's overlapping alerts are one incident")
 	faults := fs.Float64("faults-per-day", 1, "mean rate of injected faults per model scope and day (--cluster)")
-	sustain := fs.Duration("corroborate", 10*time.Minute, "with --cluster, an incident opens only when a second metric of the scope alerts or one alert lasts this long, for both detectors, as serve --detect-corroborate does (0: every alert opens one)")
+	sustain := fs.Duration("corroborate", 10*time.Minute, "with --cluster, an incident opens only when metrics of two dimensions of the scope alert or one alert lasts this long, for both detectors, as serve --detect-corroborate does (0: every alert opens one)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: casebook backtest [--weeks N] [--seed S] [--per-metric] [--anomalies-per-day R]\n"+
 			"       casebook backtest --cluster [--weeks N] [--seed S] [--faults-per-day F]\n\n"+

@@ -90,7 +90,7 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	fs.StringVar(&c.Detect, "detect", "auto", `dynamic-threshold detector: "on", "off" or "auto" (on)`)
 	fs.DurationVar(&c.DetectInterval, "detect-interval", time.Minute, "how often the detector evaluates the latest minute of every metric")
 	fs.IntVar(&c.DetectConsecutive, "detect-consecutive", 3, "points in a row outside the forecast band that raise an alert")
-	fs.DurationVar(&c.DetectCorroborate, "detect-corroborate", 10*time.Minute, "a lone metric's alert opens an incident only when a second metric of the scope alerts or it lasts this long (0: every alert opens one)")
+	fs.DurationVar(&c.DetectCorroborate, "detect-corroborate", 10*time.Minute, "alerts of one dimension open an incident only when a metric of another dimension of the scope alerts too or they last this long (0: every alert opens one)")
 	fs.StringVar(&c.AlertmanagerURL, "alertmanager-url", "", "forward the detector's alerts to this Alertmanager (http://host:9093)")
 	fs.StringVar(&c.ChangeWebhookURL, "change-webhook-url", "", "post change requests (signed JSON) to this URL, e.g. a CMDB or ticketing system")
 	fs.StringVar(&c.ChangeWebhookSecret, "change-webhook-secret", "", "shared secret of the X-Casebook-Signature HMAC (required with --change-webhook-url)")

@@ -3,6 +3,7 @@ package forecast
 import (
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -34,8 +35,9 @@ type IncidentBacktestOptions struct {
 	// be one incident (default 5 minutes).
 	MergeGap time.Duration
 	// Sustain, when positive, makes an incident wait for corroboration:
-	// a second metric of the scope alerting, or one alert lasting
-	// Sustain (zero: every alert opens an incident).
+	// a metric of a second dimension of the scope alerting, or one alert
+	// lasting Sustain (zero: every alert opens an incident), as
+	// watch.Options.Corroborate does.
 	Sustain time.Duration
 }
 
@@ -125,7 +127,7 @@ func BacktestIncidents(scopes []ScopeSeries, opts IncidentBacktestOptions) Incid
 		var all []interval
 		for j, as := range alerts[i] {
 			for _, a := range evals[i].evaluated(as) {
-				a.src = j
+				a.src = evals[i].metrics[j].family
 				all = append(all, a)
 			}
 		}
@@ -232,8 +234,9 @@ func detectorAlerts(s metrics.Series, dopts DetectorOptions) []interval {
 // mergeIncidents merges alerts that overlap or are at most gap apart into
 // one incident each: from the first start to the last end, fired at the
 // first firing. With sustain > 0 an incident is corroborated first: it
-// fires when a second series of the scope has fired, or when one alert
-// has stayed open for sustain, and is dropped if neither happens. The
+// fires when an alert of a second source (the metric's dimension, see
+// fixedSeries.family) has fired, or when one alert has stayed open for
+// sustain, and is dropped if neither happens. The
 // result is sorted by start.
 func mergeIncidents(alerts []interval, gap, sustain time.Duration) []interval {
 	if len(alerts) == 0 {
@@ -272,7 +275,7 @@ func mergeIncidents(alerts []interval, gap, sustain time.Duration) []interval {
 }
 
 // corroborated returns when a group of alerts is corroborated: the
-// earliest of a second series' firing and an alert's staying open for
+// earliest of a second source's firing and an alert's staying open for
 // sustain seconds.
 func corroborated(grp []interval, sustain int64) (int64, bool) {
 	best := int64(math.MaxInt64)
@@ -303,6 +306,7 @@ type scopeEval struct {
 
 type fixedSeries struct {
 	bad    metrics.Direction
+	family int // the metric's dimension: alerts corroborate across them
 	ts     []int64
 	vals   []float64
 	warmup []float64 // sorted
@@ -321,7 +325,7 @@ func newScopeEval(sc ScopeSeries) scopeEval {
 		if !ok {
 			m.Bad = metrics.Both
 		}
-		f := fixedSeries{bad: m.Bad}
+		f := fixedSeries{bad: m.Bad, family: slices.Index(metrics.Dimensions, m.Dimension)}
 		for _, p := range s.Samples {
 			if math.IsNaN(p.V) || math.IsInf(p.V, 0) {
 				continue
@@ -360,7 +364,7 @@ func (e scopeEval) evaluated(alerts []interval) []interval {
 // at tail probability p of its warm-up values on its bad side.
 func (e scopeEval) fixed(p float64, k, clear int, gap, sustain time.Duration) []interval {
 	var all []interval
-	for j, f := range e.metrics {
+	for _, f := range e.metrics {
 		if len(f.warmup) == 0 || len(f.vals) == 0 {
 			continue
 		}
@@ -372,7 +376,7 @@ func (e scopeEval) fixed(p float64, k, clear int, gap, sustain time.Duration) []
 			lo = quantileSorted(f.warmup, p)
 		}
 		for _, a := range bandAlerts(f.ts, f.vals, lo, hi, k, clear) {
-			a.src = j
+			a.src = f.family
 			all = append(all, a)
 		}
 	}
