@@ -1,0 +1,203 @@
+package diagnose
+
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+	"testing"
+
+	m "github.com/casebook/casebook/metrics"
+)
+
+// blend is fault at strength s: each of its metrics moved the share s of
+// the way from the healthy value to the fault's.
+func blend(s float64, fault m.Values) m.Values {
+	h := healthy()
+	out := m.Values{}
+	for id, x := range fault {
+		out[id] = h[id] + s*(x-h[id])
+	}
+	return out
+}
+
+// overlay lays the values of later maps over earlier ones.
+func overlay(vs ...m.Values) m.Values {
+	out := m.Values{}
+	for _, v := range vs {
+		for id, x := range v {
+			out[id] = x
+		}
+	}
+	return out
+}
+
+// sigOf builds a signature with the given features set, plus noise.
+func sigOf(rng *rand.Rand, set map[int]float64) Signature {
+	var s Signature
+	for i := range s {
+		s[i] = float32(0.04 * rng.NormFloat64())
+	}
+	for i, x := range set {
+		s[i] += float32(x)
+	}
+	return s
+}
+
+// TestExplainPair: a loud cause (ten features) and a quiet one (one
+// feature), learned at every strength. A snapshot with both, the quiet one
+// strong and the loud one weak, names the quiet one; the other way round
+// the loud one; either alone, or a knowledge base too small to rank
+// against, is not read as two faults.
+func TestExplainPair(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	loud := func(s float64) map[int]float64 {
+		out := map[int]float64{}
+		for i := 0; i < 10; i++ {
+			out[i] = 0.8 * s
+		}
+		return out
+	}
+	quiet := func(s float64) map[int]float64 { return map[int]float64{20: 0.8 * s} }
+	both := func(a, b map[int]float64) map[int]float64 {
+		out := map[int]float64{}
+		for _, x := range []map[int]float64{a, b} {
+			for i, v := range x {
+				out[i] += v
+			}
+		}
+		return out
+	}
+	build := func(n int) *KnowledgeBase {
+		kb := NewKnowledgeBase()
+		for i := 0; i < n; i++ {
+			s := 0.2 + 0.8*float64(i)/float64(n)
+			for _, c := range []struct {
+				cause string
+				sig   Signature
+			}{{"loud", sigOf(rng, loud(s))}, {"quiet", sigOf(rng, quiet(s))}, {m.CauseNone, sigOf(rng, nil)}} {
+				if err := kb.AddSignature(fmt.Sprintf("%s-%d", c.cause, i), c.sig, c.cause, Truth, testAt); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		return kb
+	}
+	kb := build(60)
+	tests := []struct {
+		name    string
+		sig     Signature
+		ok      bool
+		primary string
+	}{
+		{"quiet fault stronger", sigOf(rng, both(loud(0.3), quiet(0.95))), true, "quiet"},
+		{"loud fault stronger", sigOf(rng, both(loud(0.95), quiet(0.3))), true, "loud"},
+		{"loud fault alone", sigOf(rng, loud(0.5)), false, ""},
+		{"quiet fault alone", sigOf(rng, quiet(0.9)), false, ""},
+		{"healthy", sigOf(rng, nil), false, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, order := range [][2]string{{"loud", "quiet"}, {"quiet", "loud"}} {
+				v, ok := kb.ExplainPair(tc.sig, order[0], order[1])
+				if ok != tc.ok || (ok && v.Primary != tc.primary) {
+					t.Errorf("ExplainPair(%s, %s) = %+v, %v; want primary %q, %v", order[0], order[1], v, ok, tc.primary, tc.ok)
+				}
+				if ok && (v.PrimaryRank < v.SecondaryRank || v.Secondary == v.Primary) {
+					t.Errorf("verdict %+v: the primary must rank higher than the other cause", v)
+				}
+			}
+		})
+	}
+	t.Run("too few cases", func(t *testing.T) {
+		small := build(minPairCases - 1)
+		if v, ok := small.ExplainPair(tests[0].sig, "loud", "quiet"); ok {
+			t.Errorf("ranked against %d cases: %+v", minPairCases-1, v)
+		}
+	})
+	t.Run("unknown or equal causes", func(t *testing.T) {
+		if _, ok := kb.ExplainPair(tests[0].sig, "loud", "nccl_stall"); ok {
+			t.Error("a cause the knowledge base lacks was ranked")
+		}
+		if _, ok := kb.ExplainPair(tests[0].sig, "loud", "loud"); ok {
+			t.Error("a cause was ranked against itself")
+		}
+		var nilKB *KnowledgeBase
+		if _, ok := nilKB.ExplainPair(tests[0].sig, "loud", "quiet"); ok {
+			t.Error("a nil knowledge base ranked")
+		}
+	})
+	t.Run("relabelled cases move between causes", func(t *testing.T) {
+		kb := build(30)
+		// Relabelling every quiet case as loud leaves no quiet cases.
+		for i := 0; i < 30; i++ {
+			if err := kb.Put(LabelledCase{ID: fmt.Sprintf("quiet-%d", i), Snapshot: synth(int64(i), nil), Cause: "loud", Review: Corrected}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if v, ok := kb.ExplainPair(tests[0].sig, "loud", "quiet"); ok {
+			t.Errorf("ranked against a cause whose cases were all relabelled: %+v", v)
+		}
+		if kb.Len() != 90 {
+			t.Errorf("%d cases after relabelling, want 90", kb.Len())
+		}
+	})
+}
+
+// TestEngineExplainsAway: a weak eviction storm beside a strong engine
+// error burst. The rules name the eviction (it moves more metrics); with a
+// knowledge base of both causes at every strength the engine names the
+// errors and says why, while a strong storm beside weak errors, and a
+// storm alone, keep the eviction.
+func TestEngineExplainsAway(t *testing.T) {
+	kv, errs := faults[m.CauseKVCacheEviction], faults[m.CauseEngineErrors]
+	kb := NewKnowledgeBase()
+	for i := 0; i < 40; i++ {
+		s := 0.25 + 0.75*float64(i)/40
+		for _, c := range []struct {
+			cause string
+			fault m.Values
+		}{{m.CauseKVCacheEviction, blend(s, kv)}, {m.CauseEngineErrors, blend(s, errs)}, {m.CauseNone, nil}} {
+			if err := kb.Add(LabelledCase{ID: fmt.Sprintf("%s-%d", c.cause, i), Snapshot: synth(int64(1000+i), c.fault), Cause: c.cause, Review: Truth}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rules := New(Options{})
+	// Ten close single-fault neighbours may still outvote the verdict (see
+	// fuseMatch); a prior that large leaves the vote no say, so the test
+	// sees explaining away alone.
+	e := New(Options{Cases: kb, MatchPrior: 1e9})
+	tests := []struct {
+		name  string
+		fault m.Values
+		want  string
+		note  bool
+	}{
+		{"errors stronger", overlay(blend(0.3, kv), blend(1, errs)), m.CauseEngineErrors, true},
+		{"storm stronger", overlay(blend(1, kv), blend(0.3, errs)), m.CauseKVCacheEviction, false},
+		{"storm alone", blend(0.6, kv), m.CauseKVCacheEviction, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := synth(7, tc.fault)
+			if rd := rules.Diagnose(s); rd.RootCause != m.CauseKVCacheEviction {
+				t.Fatalf("rules alone name %s; the test needs the eviction", rd.RootCause)
+			}
+			d := e.Diagnose(s)
+			if d.RootCause != tc.want {
+				t.Errorf("diagnosed %s, want %s (candidates %+v, notes %q)", d.RootCause, tc.want, d.Candidates, d.Notes)
+			}
+			explained := false
+			for _, n := range d.Notes {
+				explained = explained || strings.HasPrefix(n, "Two faults act at once")
+			}
+			if explained != tc.note {
+				t.Errorf("notes %q: explained %v, want %v", d.Notes, explained, tc.note)
+			}
+			if tc.note && (len(d.CausalChain) == 0 || d.CausalChain[0] != m.ErrorRate) {
+				t.Errorf("causal chain %v, want it to start at the error rate", d.CausalChain)
+			}
+			checkFinite(t, d)
+		})
+	}
+}
