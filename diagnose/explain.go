@@ -204,10 +204,10 @@ func (kb *KnowledgeBase) account(ci uint16, i int, c *code, sign int64) {
 // the rule candidates (ExplainPair) and names the runner-up when both
 // faults are present and it is the stronger. It reports whether it changed
 // the answer.
-func (e *Engine) explainAway(d *Diagnosis, sig Signature) (PairVerdict, bool) {
+func (e *Engine) explainAway(d *Diagnosis, sig Signature) bool {
 	a := d.RootCause
 	if a == m.CauseNone || a == m.CauseUnknown {
-		return PairVerdict{}, false
+		return false
 	}
 	bi := -1
 	for i, c := range d.Candidates {
@@ -217,18 +217,17 @@ func (e *Engine) explainAway(d *Diagnosis, sig Signature) (PairVerdict, bool) {
 		}
 	}
 	if bi < 0 {
-		return PairVerdict{}, false
+		return false
 	}
 	b := d.Candidates[bi].RootCause
 	v, ok := e.cases.ExplainPair(sig, a, b)
 	if !ok || v.Primary != b {
-		return v, ok
+		return false
 	}
 	d.Notes = append(d.Notes, fmt.Sprintf(noteExplained, causeTitle(a), causeTitle(b), causeTitle(b), 100*v.PrimaryRank, causeTitle(a), 100*v.SecondaryRank, causeTitle(b), causeTitle(a)))
 	d.RootCause = b
 	c := d.Candidates[bi]
 	copy(d.Candidates[1:bi+1], d.Candidates[:bi])
 	d.Candidates[0] = c
-	return v, true
+	return true
 }
-
