@@ -191,7 +191,9 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 		sig := signatureOf(s, base)
 		mt := e.cases.Match(sig, e.neighbours, s.At)
 		rulesCause := d.RootCause
-		e.explainAway(&d, sig)
+		if !e.explainAway(&d, sig) {
+			e.nameMildFault(&d, sig)
+		}
 		if _, ok := e.fuseMatch(&d, mt); ok || d.RootCause != rulesCause {
 			d.Evidence = d.Evidence[:0]
 			d.Evidence = appendAnomalies(d.Evidence, s, base, anomalous)

@@ -32,6 +32,14 @@ import (
 //     labelled cases: the rank of A's expression among A's cases, against
 //     the rank of B's among B's.
 //
+// The same test separates a mild fault from the healthy state. When no
+// metric crossed the anomaly bar and the rules say "none", a cause the
+// rules considered is named when its own signs against the "none"
+// prototype exceed what presenceQ of the labelled healthy cases show: a
+// one-sided test against the healthy population, on the one direction
+// that matters for that cause, where the 3-sigma bar looks at each metric
+// alone.
+//
 // Everything is learned from the labels: prototypes, signs and ranks; the
 // only constants are the minimum sample and the presence level. Ranks use
 // the most recent pairRefCases cases of each cause, so a query costs a
@@ -110,6 +118,29 @@ func (kb *KnowledgeBase) ExplainPair(sig Signature, a, b string) (v PairVerdict,
 		return PairVerdict{Primary: b, Secondary: a, PrimaryRank: rb, SecondaryRank: ra}, true
 	}
 	return PairVerdict{Primary: a, Secondary: b, PrimaryRank: ra, SecondaryRank: rb}, true
+}
+
+// Presence is how far beyond the labelled cases of cause base the
+// signature sig shows cause x: the rank (0-1) of the expression of x's own
+// signs against base among base's cases. ok is false when the knowledge
+// base holds fewer than minPairCases cases of either cause.
+func (kb *KnowledgeBase) Presence(sig Signature, base, x string) (rank float64, ok bool) {
+	base, x = strings.TrimSpace(base), strings.TrimSpace(x)
+	if kb == nil || base == x {
+		return 0, false
+	}
+	q := sig.encode()
+	kb.mu.RLock()
+	defer kb.mu.RUnlock()
+	ib, okB := kb.index[base]
+	ix, okX := kb.index[x]
+	if !okB || !okX || len(kb.byCause[ib]) < minPairCases || len(kb.byCause[ix]) < minPairCases {
+		return 0, false
+	}
+	ref := kb.referenceMean()
+	pb, px := kb.prototype(ib, &ref), kb.prototype(ix, &ref)
+	wx := pairSigns(&px, &pb)
+	return kb.rankAmong(ib, &wx, expression(&q, &wx)), true
 }
 
 // rankAmong is the mid-rank (0-1) of x among the expressions over w of the
@@ -227,6 +258,34 @@ func (e *Engine) explainAway(d *Diagnosis, sig Signature) bool {
 	d.Notes = append(d.Notes, fmt.Sprintf(noteExplained, causeTitle(a), causeTitle(b), causeTitle(b), 100*v.PrimaryRank, causeTitle(a), 100*v.SecondaryRank, causeTitle(b), causeTitle(a)))
 	d.RootCause = b
 	c := d.Candidates[bi]
+	copy(d.Candidates[1:bi+1], d.Candidates[:bi])
+	d.Candidates[0] = c
+	return true
+}
+
+// nameMildFault replaces the rules' "none" in d with a cause the rules
+// considered whose own signs exceed those of presenceQ of the labelled
+// healthy cases (Presence against "none"), the most present one first.
+// It reports whether it changed the answer.
+func (e *Engine) nameMildFault(d *Diagnosis, sig Signature) bool {
+	if d.RootCause != m.CauseNone {
+		return false
+	}
+	bi, best := -1, 0.0
+	for i, c := range d.Candidates {
+		if c.Source != SourceRule || c.RootCause == m.CauseNone {
+			continue
+		}
+		if p, ok := e.cases.Presence(sig, m.CauseNone, c.RootCause); ok && p >= presenceQ && p > best {
+			bi, best = i, p
+		}
+	}
+	if bi < 0 {
+		return false
+	}
+	c := d.Candidates[bi]
+	d.Notes = append(d.Notes, fmt.Sprintf(noteMildFault, causeTitle(c.RootCause), 100*best))
+	d.RootCause = c.RootCause
 	copy(d.Candidates[1:bi+1], d.Candidates[:bi])
 	d.Candidates[0] = c
 	return true

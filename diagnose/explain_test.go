@@ -201,3 +201,53 @@ func TestEngineExplainsAway(t *testing.T) {
 		})
 	}
 }
+
+// TestEngineNamesMildFault: a throttled GPU a quarter of the way to the
+// labelled throttling cases crosses no anomaly bar, so the rules say
+// "none"; against labelled healthy cases its clocks, temperature and
+// latency together stand out, so the engine names the throttling and says
+// why. A healthy snapshot stays "none", and so does the mild fault when
+// too few healthy cases are labelled to rank against.
+func TestEngineNamesMildFault(t *testing.T) {
+	throttle := faults[m.CauseGPUThrottling]
+	build := func(n int) *KnowledgeBase {
+		kb := NewKnowledgeBase()
+		for i := 0; i < n; i++ {
+			s := 0.4 + 0.6*float64(i)/float64(n)
+			if err := kb.Add(LabelledCase{ID: fmt.Sprintf("t-%d", i), Snapshot: synth(int64(2000+i), blend(s, throttle)), Cause: m.CauseGPUThrottling, Review: Truth}); err != nil {
+				t.Fatal(err)
+			}
+			if err := kb.Add(LabelledCase{ID: fmt.Sprintf("h-%d", i), Snapshot: synth(int64(3000+i), nil), Cause: m.CauseNone, Review: Truth}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return kb
+	}
+	mild := synth(7, blend(0.25, throttle))
+	rd := New(Options{}).Diagnose(mild)
+	if rd.RootCause != m.CauseNone {
+		t.Fatalf("rules alone name %s; the test needs none", rd.RootCause)
+	}
+	named := func(d Diagnosis) bool {
+		for _, n := range d.Notes {
+			if strings.HasPrefix(n, "No metric crossed the anomaly bar") {
+				return true
+			}
+		}
+		return false
+	}
+	// As in TestEngineExplainsAway, the vote gets no say.
+	e := New(Options{Cases: build(40), MatchPrior: 1e9})
+	if d := e.Diagnose(mild); d.RootCause != m.CauseGPUThrottling || !named(d) || d.Candidates[0].RootCause != m.CauseGPUThrottling {
+		t.Errorf("mild throttling diagnosed %s (notes %q, candidates %+v), want gpu_throttling with a note, first", d.RootCause, d.Notes, d.Candidates)
+	}
+	for seed := int64(1); seed <= 20; seed++ {
+		if d := e.Diagnose(synth(seed, nil)); d.RootCause != m.CauseNone {
+			t.Errorf("healthy snapshot %d diagnosed %s (notes %q)", seed, d.RootCause, d.Notes)
+		}
+	}
+	small := New(Options{Cases: build(minPairCases - 1), MatchPrior: 1e9})
+	if d := small.Diagnose(mild); d.RootCause != m.CauseNone || named(d) {
+		t.Errorf("with %d healthy cases diagnosed %s (notes %q), want none", minPairCases-1, d.RootCause, d.Notes)
+	}
+}

@@ -158,6 +158,10 @@ const noteOverturned = "Similar cases changed the answer from %s to %s: %d of th
 // a percentile of its own labelled cases.
 const noteExplained = "Two faults act at once: %s and %s. %s shows as strongly as the %.0fth percentile of its labelled cases, %s only as the %.0fth, so %s is named although %s moves more metrics."
 
+// noteMildFault explains a mild fault named where the rules saw none: the
+// cause and the share of labelled healthy cases whose signs it exceeds.
+const noteMildFault = "No metric crossed the anomaly bar on its own, but together the signs of %s exceed those of %.0f%% of the labelled healthy cases."
+
 // formatValue renders a metric value in its unit.
 func formatValue(id string, x float64) string {
 	mt, _ := m.Lookup(id)
