@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"strings"
 	"testing"
@@ -250,4 +251,44 @@ func TestEngineNamesMildFault(t *testing.T) {
 	if d := small.Diagnose(mild); d.RootCause != m.CauseNone || named(d) {
 		t.Errorf("with %d healthy cases diagnosed %s (notes %q), want none", minPairCases-1, d.RootCause, d.Notes)
 	}
+}
+
+// FuzzExplainPair: any signature (NaN and infinities included) against a
+// knowledge base of duplicates, of one cause or of several, gives ranks in
+// 0-1 and a verdict naming one of the two causes, never a panic.
+func FuzzExplainPair(f *testing.F) {
+	f.Add(0.5, -0.3, 1.0, uint8(40), uint8(3), int64(1))
+	f.Add(math.NaN(), math.Inf(1), math.Inf(-1), uint8(20), uint8(1), int64(2))
+	f.Add(0.0, 0.0, 0.0, uint8(255), uint8(0), int64(3))
+	f.Fuzz(func(t *testing.T, x, y, z float64, n, mix uint8, seed int64) {
+		rng := rand.New(rand.NewSource(seed))
+		causes := []string{"a", "b", m.CauseNone}
+		kb := NewKnowledgeBase()
+		for i := 0; i < int(n)%90; i++ {
+			var s Signature
+			if mix&1 != 0 { // not duplicates
+				s = sigOf(rng, map[int]float64{i % SigDim: float64(i%7) / 7})
+			}
+			s[0], s[5], s[31] = float32(x), float32(y), float32(z)
+			c := causes[0]
+			if mix&2 != 0 {
+				c = causes[i%len(causes)]
+			}
+			if err := kb.AddSignature(fmt.Sprint(i), s, c, Review(i%3), testAt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		q := sigOf(rng, map[int]float64{3: x, 20: y})
+		for _, p := range [][2]string{{"a", "b"}, {"b", "a"}, {"a", m.CauseNone}, {m.CauseNone, "b"}} {
+			if v, ok := kb.ExplainPair(q, p[0], p[1]); ok {
+				if (v.Primary != p[0] && v.Primary != p[1]) || v.Primary == v.Secondary || !(v.PrimaryRank >= 0 && v.PrimaryRank <= 1) || !(v.SecondaryRank >= 0 && v.SecondaryRank <= 1) {
+					t.Fatalf("ExplainPair(%s, %s) = %+v", p[0], p[1], v)
+				}
+			}
+			if r, ok := kb.Presence(q, p[0], p[1]); ok && !(r >= 0 && r <= 1) {
+				t.Fatalf("Presence(%s, %s) = %v", p[0], p[1], r)
+			}
+		}
+		checkFinite(t, New(Options{Cases: kb}).Diagnose(synth(seed, nil)))
+	})
 }
