@@ -42,7 +42,16 @@
 //     cases overturn a rule (the diagnosis notes why) and can name a cause
 //     no rule covers, while a few distant or split cases leave it. The
 //     diagnosis lists the neighbours with their similarity and the
-//     deviations they share.
+//     deviations they share;
+//   - explaining away (explain.go): when the rules' answer and their
+//     runner-up both show signs the other cause alone does not produce
+//     (judged against the labelled cases of each), the snapshot is read as
+//     two faults, and the one expressed more strongly against its own
+//     labelled cases is named, even if the other moves more metrics; and
+//     where the rules say "none", a cause they considered is named when
+//     its signs together exceed those of 95% of the labelled healthy
+//     cases. The prototypes, signs and ranks are all learned from the
+//     knowledge base.
 //
 // Evaluation (Evaluation, Evaluate) measures accuracy, per-cause precision
 // and recall, the confusion matrix and the calibration of the confidence on

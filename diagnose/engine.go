@@ -188,11 +188,16 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 		d.Notes = append(d.Notes, fmt.Sprintf(noteShortBaseline, 100*foot))
 	}
 	if e.cases.Len() > 0 {
-		mt := e.cases.Match(signatureOf(s, base), e.neighbours, s.At)
-		if cause, ok := e.fuseMatch(&d, mt); ok {
+		sig := signatureOf(s, base)
+		mt := e.cases.Match(sig, e.neighbours, s.At)
+		rulesCause := d.RootCause
+		if !e.explainAway(&d, sig) {
+			e.nameMildFault(&d, sig)
+		}
+		if _, ok := e.fuseMatch(&d, mt); ok || d.RootCause != rulesCause {
 			d.Evidence = d.Evidence[:0]
 			d.Evidence = appendAnomalies(d.Evidence, s, base, anomalous)
-			d.CausalChain = chain(cause, base, isAnom)
+			d.CausalChain = chain(d.RootCause, base, isAnom)
 		}
 	}
 	d.Title = causeTitle(d.RootCause)

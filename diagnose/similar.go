@@ -291,6 +291,10 @@ type KnowledgeBase struct {
 	meta   []caseMeta
 	causes []string
 	index  map[string]uint16
+	// Per cause: the summed features and the case indices in insertion
+	// order, for explaining away (explain.go).
+	sums    [][SigDim]int64
+	byCause [][]int32
 }
 
 // NewKnowledgeBase returns an empty knowledge base.
@@ -339,6 +343,7 @@ func (kb *KnowledgeBase) AddSignature(id string, sig Signature, cause string, re
 		kb.index[cause] = ci
 	}
 	c := sig.encode()
+	kb.account(ci, len(kb.meta), &c, 1)
 	kb.vecs = append(kb.vecs, c[:]...)
 	var t int64
 	if !at.IsZero() {
@@ -372,13 +377,20 @@ func (kb *KnowledgeBase) Put(c LabelledCase) error {
 		kb.index[cause] = ci
 	}
 	md.cause = ci
+	var nc code
+	copy(nc[:], fresh.vecs)
 	for i := range kb.meta {
 		if kb.meta[i].id == c.ID {
+			var old code
+			copy(old[:], kb.vecs[i*sigWords:(i+1)*sigWords])
+			kb.account(kb.meta[i].cause, i, &old, -1)
+			kb.account(ci, i, &nc, 1)
 			kb.meta[i] = md
 			copy(kb.vecs[i*sigWords:(i+1)*sigWords], fresh.vecs)
 			return nil
 		}
 	}
+	kb.account(ci, len(kb.meta), &nc, 1)
 	kb.meta = append(kb.meta, md)
 	kb.vecs = append(kb.vecs, fresh.vecs...)
 	return nil
@@ -395,6 +407,7 @@ func (kb *KnowledgeBase) Replace(cases []LabelledCase) error {
 	}
 	kb.mu.Lock()
 	kb.vecs, kb.meta, kb.causes, kb.index = fresh.vecs, fresh.meta, fresh.causes, fresh.index
+	kb.sums, kb.byCause = fresh.sums, fresh.byCause
 	kb.mu.Unlock()
 	return nil
 }
@@ -411,8 +424,9 @@ func (kb *KnowledgeBase) Len() int {
 
 // BytesPerCase is the memory one stored case takes, not counting its id's
 // bytes: the code (SigDim bytes, the only part a query scans) plus its
-// metadata (id string header 16, time 8, cause 2, review 8, padded: 40).
-const BytesPerCase = SigDim + 40
+// metadata (id string header 16, time 8, cause 2, review 8, padded: 40)
+// and its entry in its cause's index list (4).
+const BytesPerCase = SigDim + 44
 
 // Similarity scale: the mean absolute feature difference (features in
 // ±1) at which similarity is one half. Two snapshots of one fault at

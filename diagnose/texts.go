@@ -153,6 +153,15 @@ const (
 // and the rules' confidence.
 const noteOverturned = "Similar cases changed the answer from %s to %s: %d of the %d nearest labelled cases had that cause (%.0f%% of the similarity-weighted vote), against the rules' confidence of %.0f%%."
 
+// noteExplained explains a diagnosis where two faults act at once and the
+// quieter one is the stronger: both causes, then each one's expression as
+// a percentile of its own labelled cases.
+const noteExplained = "Two faults act at once: %s and %s. %s shows as strongly as the %.0fth percentile of its labelled cases, %s only as the %.0fth, so %s is named although %s moves more metrics."
+
+// noteMildFault explains a mild fault named where the rules saw none: the
+// cause and the share of labelled healthy cases whose signs it exceeds.
+const noteMildFault = "No metric crossed the anomaly bar on its own, but together the signs of %s exceed those of %.0f%% of the labelled healthy cases."
+
 // formatValue renders a metric value in its unit.
 func formatValue(id string, x float64) string {
 	mt, _ := m.Lookup(id)

@@ -1,0 +1,292 @@
+package diagnose
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	m "github.com/casebook/casebook/metrics"
+)
+
+// Explaining away between two co-occurring faults. When two faults act at
+// once, the rules and the nearest neighbours both side with the louder one:
+// an eviction storm or a throttled GPU moves a dozen metrics, a failing
+// draft model two, so the snapshot sits closest to single cases of the
+// loud cause whichever fault is the stronger. Loudness is a property of
+// the cause; strength is a property of this fault. The knowledge base can
+// tell them apart, because it holds labelled cases of each cause at every
+// strength:
+//
+//   - each cause has a prototype, the mean signature of its labelled cases
+//     less the mean of the "none" cases (the normal state; the mean of all
+//     cases while fewer than minPairCases are "none");
+//   - for a pair A, B, A's own signs are the features A's prototype moves
+//     more than B's does, weighted by the difference and signed by A's
+//     direction; B's alone move them less. A's expression in a snapshot is
+//     the weighted sum of its features over those signs;
+//   - B is present beside A when its expression exceeds what presenceQ of
+//     A's labelled cases show (A alone does not produce it), and the
+//     other way round. Only then is the snapshot read as two faults;
+//   - the primary fault is the one expressed more strongly against its own
+//     labelled cases: the rank of A's expression among A's cases, against
+//     the rank of B's among B's.
+//
+// The same test separates a mild fault from the healthy state. When no
+// metric crossed the anomaly bar and the rules say "none", a cause the
+// rules considered is named when its own signs against the "none"
+// prototype exceed what presenceQ of the labelled healthy cases show: a
+// one-sided test against the healthy population, on the one direction
+// that matters for that cause, where the 3-sigma bar looks at each metric
+// alone.
+//
+// Everything is learned from the labels: prototypes, signs and ranks; the
+// only constants are the minimum sample and the presence level. Ranks use
+// the most recent pairRefCases cases of each cause, so a query costs a
+// few thousand feature reads whatever the size of the knowledge base.
+const (
+	minPairCases = 20
+	presenceQ    = 0.95
+	pairRefCases = 512
+)
+
+// PairVerdict is what explaining away found between two candidate causes.
+type PairVerdict struct {
+	// Primary and Secondary are the two causes, stronger first.
+	Primary, Secondary string
+	// PrimaryRank and SecondaryRank are each cause's expression as a rank
+	// (0-1) among the labelled cases of that cause.
+	PrimaryRank, SecondaryRank float64
+}
+
+// pairSigns are the weights of a's own signs against b: positive where a
+// raises a feature more than b does, negative where a lowers it more.
+func pairSigns(pa, pb *[SigDim]float64) [SigDim]float64 {
+	var w [SigDim]float64
+	for f := range w {
+		d := math.Abs(pa[f]) - math.Abs(pb[f])
+		if d <= 0 {
+			continue
+		}
+		if pa[f] < 0 {
+			d = -d
+		}
+		w[f] = d
+	}
+	return w
+}
+
+// expression is the weighted sum of c's features over signs w.
+func expression(c *code, w *[SigDim]float64) float64 {
+	s := 0.0
+	for f, x := range w {
+		if x != 0 {
+			s += x * float64(c.feature(f))
+		}
+	}
+	return s
+}
+
+// ExplainPair tells whether the snapshot signature sig shows both causes a
+// and b, each beyond what labelled cases of the other alone show, and if
+// so which one is the stronger. ok is false when the knowledge base holds
+// fewer than minPairCases cases of either cause, or either fault is not
+// clearly present.
+func (kb *KnowledgeBase) ExplainPair(sig Signature, a, b string) (v PairVerdict, ok bool) {
+	a, b = strings.TrimSpace(a), strings.TrimSpace(b)
+	if kb == nil || a == b {
+		return v, false
+	}
+	q := sig.encode()
+	kb.mu.RLock()
+	defer kb.mu.RUnlock()
+	ia, okA := kb.index[a]
+	ib, okB := kb.index[b]
+	if !okA || !okB || len(kb.byCause[ia]) < minPairCases || len(kb.byCause[ib]) < minPairCases {
+		return v, false
+	}
+	ref := kb.referenceMean()
+	pa, pb := kb.prototype(ia, &ref), kb.prototype(ib, &ref)
+	wa, wb := pairSigns(&pa, &pb), pairSigns(&pb, &pa)
+	qa, qb := expression(&q, &wa), expression(&q, &wb)
+	// Is b beyond what a alone shows, and a beyond what b alone shows?
+	if kb.rankAmong(ia, &wb, qb) < presenceQ || kb.rankAmong(ib, &wa, qa) < presenceQ {
+		return v, false
+	}
+	ra, rb := kb.rankAmong(ia, &wa, qa), kb.rankAmong(ib, &wb, qb)
+	if rb > ra {
+		return PairVerdict{Primary: b, Secondary: a, PrimaryRank: rb, SecondaryRank: ra}, true
+	}
+	return PairVerdict{Primary: a, Secondary: b, PrimaryRank: ra, SecondaryRank: rb}, true
+}
+
+// Presence is how far beyond the labelled cases of cause base the
+// signature sig shows cause x: the rank (0-1) of the expression of x's own
+// signs against base among base's cases. ok is false when the knowledge
+// base holds fewer than minPairCases cases of either cause.
+func (kb *KnowledgeBase) Presence(sig Signature, base, x string) (rank float64, ok bool) {
+	base, x = strings.TrimSpace(base), strings.TrimSpace(x)
+	if kb == nil || base == x {
+		return 0, false
+	}
+	q := sig.encode()
+	kb.mu.RLock()
+	defer kb.mu.RUnlock()
+	ib, okB := kb.index[base]
+	ix, okX := kb.index[x]
+	if !okB || !okX || len(kb.byCause[ib]) < minPairCases || len(kb.byCause[ix]) < minPairCases {
+		return 0, false
+	}
+	ref := kb.referenceMean()
+	pb, px := kb.prototype(ib, &ref), kb.prototype(ix, &ref)
+	wx := pairSigns(&px, &pb)
+	return kb.rankAmong(ib, &wx, expression(&q, &wx)), true
+}
+
+// rankAmong is the mid-rank (0-1) of x among the expressions over w of the
+// most recent pairRefCases cases of cause ci. The caller holds the lock.
+func (kb *KnowledgeBase) rankAmong(ci uint16, w *[SigDim]float64, x float64) float64 {
+	idx := kb.byCause[ci]
+	if len(idx) > pairRefCases {
+		idx = idx[len(idx)-pairRefCases:]
+	}
+	if len(idx) == 0 {
+		return 0
+	}
+	below := 0.0
+	for _, i := range idx {
+		var c code
+		copy(c[:], kb.vecs[int(i)*sigWords:(int(i)+1)*sigWords])
+		switch e := expression(&c, w); {
+		case e < x:
+			below++
+		case e == x:
+			below += 0.5
+		}
+	}
+	return below / float64(len(idx))
+}
+
+// referenceMean is the mean feature vector of the normal state: the "none"
+// cases when there are enough of them, else every case. The caller holds
+// the lock.
+func (kb *KnowledgeBase) referenceMean() [SigDim]float64 {
+	var out [SigDim]float64
+	if ci, ok := kb.index[m.CauseNone]; ok && len(kb.byCause[ci]) >= minPairCases {
+		n := float64(len(kb.byCause[ci]))
+		for f := range out {
+			out[f] = float64(kb.sums[ci][f]) / n
+		}
+		return out
+	}
+	n := float64(len(kb.meta))
+	if n == 0 {
+		return out
+	}
+	for ci := range kb.sums {
+		for f := range out {
+			out[f] += float64(kb.sums[ci][f])
+		}
+	}
+	for f := range out {
+		out[f] /= n
+	}
+	return out
+}
+
+// prototype is the mean features of cause ci less ref. The caller holds
+// the lock.
+func (kb *KnowledgeBase) prototype(ci uint16, ref *[SigDim]float64) [SigDim]float64 {
+	var out [SigDim]float64
+	n := float64(len(kb.byCause[ci]))
+	if n == 0 {
+		return out
+	}
+	for f := range out {
+		out[f] = float64(kb.sums[ci][f])/n - ref[f]
+	}
+	return out
+}
+
+// account adds (sign 1) or removes (sign -1) case i with code c from the
+// per-cause sums and index lists of cause ci. The caller holds the lock.
+func (kb *KnowledgeBase) account(ci uint16, i int, c *code, sign int64) {
+	for int(ci) >= len(kb.sums) {
+		kb.sums = append(kb.sums, [SigDim]int64{})
+		kb.byCause = append(kb.byCause, nil)
+	}
+	for f := 0; f < SigDim; f++ {
+		kb.sums[ci][f] += sign * int64(c.feature(f))
+	}
+	idx := kb.byCause[ci]
+	at := sort.Search(len(idx), func(j int) bool { return idx[j] >= int32(i) })
+	switch {
+	case sign > 0 && (at == len(idx) || idx[at] != int32(i)):
+		idx = append(idx, 0)
+		copy(idx[at+1:], idx[at:])
+		idx[at] = int32(i)
+	case sign < 0 && at < len(idx) && idx[at] == int32(i):
+		idx = append(idx[:at], idx[at+1:]...)
+	}
+	kb.byCause[ci] = idx
+}
+
+// explainAway checks the rules' answer in d against its runner-up among
+// the rule candidates (ExplainPair) and names the runner-up when both
+// faults are present and it is the stronger. It reports whether it changed
+// the answer.
+func (e *Engine) explainAway(d *Diagnosis, sig Signature) bool {
+	a := d.RootCause
+	if a == m.CauseNone || a == m.CauseUnknown {
+		return false
+	}
+	bi := -1
+	for i, c := range d.Candidates {
+		if c.Source == SourceRule && c.RootCause != a {
+			bi = i
+			break
+		}
+	}
+	if bi < 0 {
+		return false
+	}
+	b := d.Candidates[bi].RootCause
+	v, ok := e.cases.ExplainPair(sig, a, b)
+	if !ok || v.Primary != b {
+		return false
+	}
+	d.Notes = append(d.Notes, fmt.Sprintf(noteExplained, causeTitle(a), causeTitle(b), causeTitle(b), 100*v.PrimaryRank, causeTitle(a), 100*v.SecondaryRank, causeTitle(b), causeTitle(a)))
+	d.RootCause = b
+	c := d.Candidates[bi]
+	copy(d.Candidates[1:bi+1], d.Candidates[:bi])
+	d.Candidates[0] = c
+	return true
+}
+
+// nameMildFault replaces the rules' "none" in d with a cause the rules
+// considered whose own signs exceed those of presenceQ of the labelled
+// healthy cases (Presence against "none"), the most present one first.
+// It reports whether it changed the answer.
+func (e *Engine) nameMildFault(d *Diagnosis, sig Signature) bool {
+	if d.RootCause != m.CauseNone {
+		return false
+	}
+	bi, best := -1, 0.0
+	for i, c := range d.Candidates {
+		if c.Source != SourceRule || c.RootCause == m.CauseNone {
+			continue
+		}
+		if p, ok := e.cases.Presence(sig, m.CauseNone, c.RootCause); ok && p >= presenceQ && p > best {
+			bi, best = i, p
+		}
+	}
+	if bi < 0 {
+		return false
+	}
+	c := d.Candidates[bi]
+	d.Notes = append(d.Notes, fmt.Sprintf(noteMildFault, causeTitle(c.RootCause), 100*best))
+	d.RootCause = c.RootCause
+	copy(d.Candidates[1:bi+1], d.Candidates[:bi])
+	d.Candidates[0] = c
+	return true
+}
