@@ -75,7 +75,11 @@ func backtestCmd(ctx context.Context, args []string, env func(string) string, st
 			fmt.Fprintf(tw, "%s fixed\t%s\n", r.Metric, row(r.Fixed))
 		}
 	}
-	fmt.Fprintf(tw, "fixed (same recall)\t%s\n", row(res.Fixed))
+	fixedLabel := "fixed (same recall)"
+	if res.Fixed.Detected < res.Dynamic.Detected {
+		fixedLabel = "fixed (best recall)"
+	}
+	fmt.Fprintf(tw, "%s\t%s\n", fixedLabel, row(res.Fixed))
 	fmt.Fprintf(tw, "dynamic (seasonal)\t%s\n", row(res.Dynamic))
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("backtest: write: %w", err)

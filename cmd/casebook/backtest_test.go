@@ -11,7 +11,7 @@ import (
 )
 
 func TestBacktestClusterFlags(t *testing.T) {
-	for _, args := range [][]string{{"--cluster", "--faults-per-day", "0"}, {"--cluster", "--faults-per-day", "13"}, {"--cluster", "--weeks", "0"}} {
+	for _, args := range [][]string{{"--cluster", "--faults-per-day", "0"}, {"--cluster", "--faults-per-day", "13"}, {"--cluster", "--weeks", "0"}, {"--cluster", "--corroborate", "-1m"}} {
 		err := backtestCmd(context.Background(), args, func(string) string { return "" }, &bytes.Buffer{}, &bytes.Buffer{})
 		if !errors.Is(err, errUsage) {
 			t.Errorf("backtest %v: err = %v, want a usage error", args, err)
