@@ -432,7 +432,14 @@ func (w *Watcher) duePending(now time.Time) []forecast.Group {
 			st.pendingSince = time.Time{}
 		}
 	}
-	sort.Slice(due, func(i, j int) bool { return due[i].Scope.String() < due[j].Scope.String() })
+	// Instances before models, as in Round: a model's group joins its
+	// instance's incident.
+	sort.Slice(due, func(i, j int) bool {
+		if ii, ij := due[i].Scope.Instance != "", due[j].Scope.Instance != ""; ii != ij {
+			return ii
+		}
+		return due[i].Scope.String() < due[j].Scope.String()
+	})
 	return due
 }
 
@@ -482,7 +489,7 @@ func (w *Watcher) openGroup(ctx context.Context, g forecast.Group, at time.Time)
 		}
 	}
 	w.mu.Unlock()
-	if ep != nil && g.Minute.Sub(ep.minute) <= w.opts.JoinWindow && !g.Minute.Before(ep.minute) {
+	if ep != nil && at.Sub(ep.minute) <= w.opts.JoinWindow && !at.Before(ep.minute) {
 		w.log.Info("watch: metrics join the scope's open incident", "scope", g.Scope.String(), "incident", ep.id, "metrics", strings.Join(g.Metrics, ","))
 		w.attach(st, g, ep)
 		return false

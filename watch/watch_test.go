@@ -281,11 +281,18 @@ func TestWatcherReadsDuringRounds(t *testing.T) {
 }
 
 func TestWatcherFoldsAModelIntoItsInstancesIncident(t *testing.T) {
+	for _, wait := range []time.Duration{0, 10 * time.Minute} {
+		t.Run("corroborate "+wait.String(), func(t *testing.T) { testFoldsModel(t, wait) })
+	}
+}
+
+func testFoldsModel(t *testing.T, wait time.Duration) {
 	model := metrics.Scope{Model: testScope.Model}
 	other := metrics.Scope{Model: "qwen-7b", Instance: "qwen-7b-0"}
 	src := &fakeSource{scopes: []metrics.Scope{model, testScope, other}, step: 2, stepped: map[string]bool{metrics.TTFT: true}}
 	var log syncBuffer
 	w, op, clk := newTestWatcher(t, src, []string{metrics.TTFT}, nil, &log)
+	w.opts.Corroborate = wait
 	w.Round(context.Background())
 	runMinutes(w, clk, 30)
 	src.set(func(f *fakeSource) { f.stepAt = clk.Now().Add(time.Minute) })
