@@ -360,6 +360,12 @@ func (kb *KnowledgeBase) Put(c LabelledCase) error {
 	if err := fresh.Add(c); err != nil {
 		return err
 	}
+	return kb.putFrom(fresh, c.ID)
+}
+
+// putFrom learns the one case of fresh under id, replacing the stored case
+// with that id if there is one, else adding it.
+func (kb *KnowledgeBase) putFrom(fresh *KnowledgeBase, id string) error {
 	kb.mu.Lock()
 	defer kb.mu.Unlock()
 	if kb.index == nil {
@@ -380,7 +386,7 @@ func (kb *KnowledgeBase) Put(c LabelledCase) error {
 	var nc code
 	copy(nc[:], fresh.vecs)
 	for i := range kb.meta {
-		if kb.meta[i].id == c.ID {
+		if kb.meta[i].id == id {
 			var old code
 			copy(old[:], kb.vecs[i*sigWords:(i+1)*sigWords])
 			kb.account(kb.meta[i].cause, i, &old, -1)
@@ -405,11 +411,16 @@ func (kb *KnowledgeBase) Replace(cases []LabelledCase) error {
 			return err
 		}
 	}
+	kb.swap(fresh)
+	return nil
+}
+
+// swap takes over the content of fresh.
+func (kb *KnowledgeBase) swap(fresh *KnowledgeBase) {
 	kb.mu.Lock()
 	kb.vecs, kb.meta, kb.causes, kb.index = fresh.vecs, fresh.meta, fresh.causes, fresh.index
 	kb.sums, kb.byCause = fresh.sums, fresh.byCause
 	kb.mu.Unlock()
-	return nil
 }
 
 // Len is the number of stored cases.

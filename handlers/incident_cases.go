@@ -12,13 +12,14 @@ import (
 )
 
 // CaseLearner is a Diagnoser that learns from reviewed incidents for
-// similar-case matching. *diagnose.Engine implements it; a Diagnoser that
-// does not is used without matching.
+// similar-case matching, from signatures computed once per label and kept
+// in the archive. *diagnose.Engine implements it; a Diagnoser that does
+// not is used without matching.
 type CaseLearner interface {
-	// Learn replaces every learned case.
-	Learn(cases []diagnose.LabelledCase) error
-	// LearnCase learns one case, replacing an earlier one with its ID.
-	LearnCase(c diagnose.LabelledCase) error
+	// LearnSigned replaces every learned case.
+	LearnSigned(cases []diagnose.SignedCase) error
+	// LearnSignedCase learns one case, replacing an earlier one with its ID.
+	LearnSignedCase(c diagnose.SignedCase) error
 }
 
 // caseState tracks whether the archive's reviewed incidents have been
@@ -34,10 +35,26 @@ func (h *Incidents) learner() CaseLearner {
 	return l
 }
 
+// backfillBatch is how many reviewed incidents without a usable stored
+// signature LoadCases signs from their snapshots and stores at a time.
+const backfillBatch = 256
+
+// unsigned is a reviewed incident whose signature LoadCases computes: its
+// id and its place in the case list.
+type unsigned struct {
+	id  int64
+	idx int
+}
+
 // LoadCases teaches the diagnoser every reviewed incident of the archive
-// (its snapshot and its true cause) and returns how many. The console
-// calls it at start; the incident handlers call it before their first
-// diagnosis if nothing did, and learn each new label as it is added.
+// (its stored signature and its true cause), oldest first, and returns
+// how many. The signatures are read in one query; a reviewed incident
+// without one for its current label and the current signature format (an
+// archive from before signatures were stored, a format change, a write
+// that failed) is signed from its snapshot and its signature stored, so
+// that happens once. The console calls it at start; the incident handlers
+// call it before their first diagnosis if nothing did, and learn each new
+// label as it is added.
 func (h *Incidents) LoadCases(ctx context.Context) (int, error) {
 	l := h.learner()
 	if l == nil {
@@ -45,34 +62,106 @@ func (h *Incidents) LoadCases(ctx context.Context) (int, error) {
 	}
 	h.cases.mu.Lock()
 	defer h.cases.mu.Unlock()
-	var cases []diagnose.LabelledCase
-	for _, v := range []store.VerdictFilter{store.VerdictIsCorrect, store.VerdictIsWrong} {
-		f := store.ListFilter{Verdict: v, Limit: store.MaxPageSize}
-		for {
-			page, err := h.d.Archive.List(ctx, f)
-			if err != nil {
-				return 0, fmt.Errorf("incidents: load reviewed incidents: %w", err)
+	var (
+		cases   []diagnose.SignedCase
+		missing []unsigned
+		bad     int
+	)
+	err := h.d.Archive.EachReviewedCase(ctx, diagnose.SignatureVersion, func(rc store.ReviewedCase) error {
+		c := diagnose.SignedCase{ID: strconv.FormatInt(rc.IncidentID, 10), Cause: rc.Cause, Review: reviewOf(rc.Verdict), At: rc.At}
+		if rc.Signature != nil {
+			if err := c.Signature.UnmarshalBinary(rc.Signature); err == nil {
+				cases = append(cases, c)
+				return nil
 			}
-			for _, s := range page.Items {
-				inc, err := h.d.Archive.Incident(ctx, s.ID)
-				if err != nil {
-					return 0, fmt.Errorf("incidents: load reviewed incidents: %w", err)
-				}
-				if c, ok := labelledCase(inc); ok {
-					cases = append(cases, c)
-				}
-			}
-			if page.Next.IsZero() {
-				break
-			}
-			f.After = page.Next
+			bad++
+		}
+		missing = append(missing, unsigned{id: rc.IncidentID, idx: len(cases)})
+		cases = append(cases, c)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("incidents: load reviewed incidents: %w", err)
+	}
+	if bad > 0 {
+		h.d.Logger.WarnContext(ctx, "incidents: stored case signatures unreadable; signing their snapshots again", "cases", bad)
+	}
+	if len(missing) > 0 {
+		if cases, err = h.backfill(ctx, cases, missing); err != nil {
+			return 0, err
 		}
 	}
-	if err := l.Learn(cases); err != nil {
+	if err := l.LearnSigned(cases); err != nil {
 		return 0, fmt.Errorf("incidents: learn reviewed incidents: %w", err)
 	}
 	h.cases.loaded = true
 	return len(cases), nil
+}
+
+// backfill signs the missing cases from their snapshots, stores their
+// signatures, and returns cases without those that teach nothing (no
+// snapshot values). A failed store is logged: the cases are learned all
+// the same and signed again at the next start.
+func (h *Incidents) backfill(ctx context.Context, cases []diagnose.SignedCase, missing []unsigned) ([]diagnose.SignedCase, error) {
+	drop := make(map[int]bool)
+	stored := 0
+	for lo := 0; lo < len(missing); lo += backfillBatch {
+		part := missing[lo:min(lo+backfillBatch, len(missing))]
+		ids := make([]int64, len(part))
+		for i, u := range part {
+			ids[i] = u.id
+		}
+		snaps, err := h.d.Archive.CaseSnapshots(ctx, ids)
+		if err != nil {
+			return nil, fmt.Errorf("incidents: sign reviewed incidents: %w", err)
+		}
+		rows := make([]store.CaseSignature, 0, len(part))
+		for _, u := range part {
+			snap, ok := snaps[u.id]
+			if !ok || len(snap.Current) == 0 {
+				drop[u.idx] = true
+				continue
+			}
+			c := &cases[u.idx]
+			c.Signature = diagnose.NewSignature(snap)
+			rows = append(rows, signatureRow(u.id, *c))
+		}
+		n, err := h.d.Archive.PutCaseSignatures(ctx, rows)
+		if err != nil {
+			h.d.Logger.WarnContext(ctx, "incidents: case signatures not stored; signing them again at the next start", "cases", len(rows), "err", err)
+		}
+		stored += n
+	}
+	h.d.Logger.InfoContext(ctx, "incidents: signed reviewed incidents without a stored signature", "signed", len(missing)-len(drop), "stored", stored)
+	if len(drop) == 0 {
+		return cases, nil
+	}
+	out := cases[:0]
+	for i, c := range cases {
+		if !drop[i] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// reviewOf is the review kind of a verdict: a correct verdict confirms the
+// diagnosed cause, a wrong one corrects it.
+func reviewOf(v store.Verdict) diagnose.Review {
+	if v == store.VerdictWrong {
+		return diagnose.Corrected
+	}
+	return diagnose.Confirmed
+}
+
+// signatureRow is the stored form of incident id's case c.
+func signatureRow(id int64, c diagnose.SignedCase) store.CaseSignature {
+	b, _ := c.Signature.MarshalBinary() // never fails
+	v := store.VerdictCorrect
+	if c.Review == diagnose.Corrected {
+		v = store.VerdictWrong
+	}
+	return store.CaseSignature{IncidentID: id, Version: diagnose.SignatureVersion, Verdict: v, Cause: c.Cause, Signature: b}
 }
 
 // ensureCases loads the reviewed incidents once, before the first
@@ -101,33 +190,41 @@ func (h *Incidents) firstLoad(ctx context.Context) bool {
 	return n > 0
 }
 
-// learnIncident teaches the diagnoser the current label of incident id,
-// after a review. Failures are logged: the label itself is stored.
+// learnIncident signs the current label of incident id after a review,
+// stores the signature beside the label and teaches the diagnoser the
+// case. The label itself is already stored: failures are logged, and a
+// signature that was not stored is computed again at the next start.
 func (h *Incidents) learnIncident(ctx context.Context, id int64) {
+	inc, err := h.d.Archive.Incident(ctx, id)
+	if err != nil {
+		h.d.Logger.WarnContext(ctx, "incidents: label not learned", "incident", id, "err", err)
+		return
+	}
+	c, ok := signedCase(inc)
+	if !ok {
+		return
+	}
+	if _, err := h.d.Archive.PutCaseSignatures(ctx, []store.CaseSignature{signatureRow(inc.ID, c)}); err != nil {
+		h.d.Logger.WarnContext(ctx, "incidents: case signature not stored; it is recomputed at the next start", "incident", id, "err", err)
+	}
 	l := h.learner()
 	if l == nil {
 		return
 	}
 	h.ensureCases(ctx) // a first load already includes this label
-	inc, err := h.d.Archive.Incident(ctx, id)
-	if err == nil {
-		if c, ok := labelledCase(inc); ok {
-			err = l.LearnCase(c)
-		}
-	}
-	if err != nil {
+	if err := l.LearnSignedCase(c); err != nil {
 		h.d.Logger.WarnContext(ctx, "incidents: label not learned", "incident", id, "err", err)
 	}
 }
 
-// labelledCase turns a reviewed incident into a case: a correct verdict
-// confirms the diagnosed cause, a wrong one corrects it. Unreviewed
-// incidents and incidents without a snapshot teach nothing.
-func labelledCase(inc store.Incident) (diagnose.LabelledCase, bool) {
+// signedCase turns a reviewed incident into a signed case: a correct
+// verdict confirms the diagnosed cause, a wrong one corrects it.
+// Unreviewed incidents and incidents without a snapshot teach nothing.
+func signedCase(inc store.Incident) (diagnose.SignedCase, bool) {
 	if len(inc.Snapshot.Current) == 0 {
-		return diagnose.LabelledCase{}, false
+		return diagnose.SignedCase{}, false
 	}
-	c := diagnose.LabelledCase{ID: strconv.FormatInt(inc.ID, 10), Snapshot: inc.Snapshot, At: inc.OpenedAt}
+	c := diagnose.SignedCase{ID: strconv.FormatInt(inc.ID, 10), At: inc.OpenedAt}
 	switch inc.Verdict {
 	case store.VerdictCorrect:
 		c.Review, c.Cause = diagnose.Confirmed, inc.TrueCause
@@ -137,9 +234,13 @@ func labelledCase(inc store.Incident) (diagnose.LabelledCase, bool) {
 	case store.VerdictWrong:
 		c.Review, c.Cause = diagnose.Corrected, inc.TrueCause
 	default:
-		return diagnose.LabelledCase{}, false
+		return diagnose.SignedCase{}, false
 	}
-	return c, c.Cause != ""
+	if c.Cause == "" {
+		return diagnose.SignedCase{}, false
+	}
+	c.Signature = diagnose.NewSignature(inc.Snapshot)
+	return c, true
 }
 
 // similarIncidents resolves the similar cases of a diagnosis to archived

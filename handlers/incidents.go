@@ -40,6 +40,9 @@ type Archive interface {
 	Accuracy(ctx context.Context, f store.AccuracyFilter) (store.Accuracy, error)
 	CauseStats(ctx context.Context, id string, cases int) (store.CauseStats, error)
 	AllCauseStats(ctx context.Context) ([]store.CauseStats, error)
+	EachReviewedCase(ctx context.Context, version int, fn func(store.ReviewedCase) error) error
+	PutCaseSignatures(ctx context.Context, sigs []store.CaseSignature) (int, error)
+	CaseSnapshots(ctx context.Context, ids []int64) (map[int64]metrics.Snapshot, error)
 }
 
 // Capture reads the evidence an incident archives. *telemetry.Telemetry

@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/casebook/casebook/metrics"
 )
 
 // TestMigrationUpgrade builds a version-1 archive holding a review, opens
@@ -70,5 +73,95 @@ func TestMigrationUpgrade(t *testing.T) {
 	if a.Overall.Reviewed != 1 || len(a.ByEngine) != 1 || a.ByEngine[0].Key != "rules-0" ||
 		len(a.Confusion) != 1 || a.Confusion[0] != (ConfusionCell{Diagnosed: "queue_backlog", True: "none", Count: 1}) {
 		t.Errorf("accuracy after upgrade = %+v", a)
+	}
+}
+
+// TestMigrationCaseSignatures builds an archive with migrations 1-5
+// holding a reviewed incident, opens it with the current code, and checks
+// that migration 6 adds the signature table: the incident streams without
+// a signature until one is stored, and deleting the incident drops it.
+func TestMigrationCaseSignatures(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v5.db")
+	migs, err := Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(migs) < 6 || migs[5].Version != 6 {
+		t.Fatalf("migration 6 missing: %d migrations", len(migs))
+	}
+	db, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=on&_journal_mode=WAL&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := &Store{w: db}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migs[:5] {
+		if err := old.apply(ctx, m); err != nil {
+			t.Fatalf("migration %d: %v", m.Version, err)
+		}
+	}
+	snap := metrics.Snapshot{At: time.Unix(5, 0).UTC(), Scope: metrics.Scope{Model: "m"}, Current: metrics.Values{metrics.TTFT: 900}}
+	blob, err := packSnapshot(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO causes (id, title, builtin, created_at) VALUES ('queue_backlog', 'Queue backlog', 1, 0), ('none', 'No anomaly', 1, 0)`,
+		`INSERT INTO incidents (id, title, model, trigger_kind, opened_at, window_start, window_end) VALUES (1, 't', 'm', 'manual', 5000000000, 0, 10)`,
+		`INSERT INTO diagnoses (id, incident_id, engine_version, created_at, root_cause, confidence, body) VALUES (7, 1, 'rules-0', 5, 'queue_backlog', 0.5, '{}')`,
+		`INSERT INTO labels (id, incident_id, diagnosis_id, verdict, true_cause, labeled_by, created_at) VALUES (3, 1, 7, 'wrong', 'none', 'ana', 6)`,
+		`UPDATE incidents SET diagnosis_id = 7, root_cause = 'queue_backlog', label_id = 3, verdict = 'wrong', true_cause = 'none', cause = 'none' WHERE id = 1`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	if _, err := db.ExecContext(ctx, `INSERT INTO incident_evidence (incident_id, snapshot, windows) VALUES (1, ?, x'')`, blob); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	defer s.Close()
+	if v, _ := s.SchemaVersion(ctx); v != migs[len(migs)-1].Version {
+		t.Errorf("schema version %d after upgrade, want %d", v, migs[len(migs)-1].Version)
+	}
+	each := func() []ReviewedCase {
+		var out []ReviewedCase
+		if err := s.EachReviewedCase(ctx, 1, func(c ReviewedCase) error {
+			c.Signature = append([]byte(nil), c.Signature...)
+			out = append(out, c)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	got := each()
+	if len(got) != 1 || got[0].IncidentID != 1 || got[0].Cause != "none" || len(got[0].Signature) != 0 || !got[0].At.Equal(time.Unix(5, 0)) {
+		t.Fatalf("reviewed cases of the upgraded archive: %+v", got)
+	}
+	snaps, err := s.CaseSnapshots(ctx, []int64{1})
+	if err != nil || snaps[1].Current[metrics.TTFT] != 900 {
+		t.Fatalf("snapshot of the upgraded archive: %+v, %v", snaps, err)
+	}
+	if n, err := s.PutCaseSignatures(ctx, []CaseSignature{{IncidentID: 1, Version: 1, Verdict: VerdictWrong, Cause: "none", Signature: []byte{1, 2, 3, 4}}}); err != nil || n != 1 {
+		t.Fatalf("put: %d, %v", n, err)
+	}
+	if got := each(); len(got) != 1 || string(got[0].Signature) != "\x01\x02\x03\x04" {
+		t.Errorf("after put: %+v", got)
+	}
+	if _, err := s.w.ExecContext(ctx, `DELETE FROM incidents WHERE id = 1`); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := s.w.QueryRowContext(ctx, `SELECT count(*) FROM case_signatures`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("%d signature rows after deleting the incident (%v), want 0", n, err)
 	}
 }
