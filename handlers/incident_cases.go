@@ -111,9 +111,12 @@ func (h *Incidents) backfill(ctx context.Context, cases []diagnose.SignedCase, m
 		for i, u := range part {
 			ids[i] = u.id
 		}
-		snaps, err := h.d.Archive.CaseSnapshots(ctx, ids)
+		snaps, unreadable, err := h.d.Archive.CaseSnapshots(ctx, ids)
 		if err != nil {
 			return nil, fmt.Errorf("incidents: sign reviewed incidents: %w", err)
+		}
+		if len(unreadable) > 0 {
+			h.d.Logger.WarnContext(ctx, "incidents: reviewed incidents with an unreadable snapshot teach nothing", "incidents", unreadable)
 		}
 		rows := make([]store.CaseSignature, 0, len(part))
 		for _, u := range part {

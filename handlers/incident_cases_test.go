@@ -241,7 +241,7 @@ type countingArchive struct {
 	failPut   bool
 }
 
-func (a *countingArchive) CaseSnapshots(ctx context.Context, ids []int64) (map[int64]metrics.Snapshot, error) {
+func (a *countingArchive) CaseSnapshots(ctx context.Context, ids []int64) (map[int64]metrics.Snapshot, []int64, error) {
 	a.snapshots += len(ids)
 	return a.Store.CaseSnapshots(ctx, ids)
 }

@@ -42,7 +42,7 @@ type Archive interface {
 	AllCauseStats(ctx context.Context) ([]store.CauseStats, error)
 	EachReviewedCase(ctx context.Context, version int, fn func(store.ReviewedCase) error) error
 	PutCaseSignatures(ctx context.Context, sigs []store.CaseSignature) (int, error)
-	CaseSnapshots(ctx context.Context, ids []int64) (map[int64]metrics.Snapshot, error)
+	CaseSnapshots(ctx context.Context, ids []int64) (map[int64]metrics.Snapshot, []int64, error)
 }
 
 // Capture reads the evidence an incident archives. *telemetry.Telemetry

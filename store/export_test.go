@@ -65,3 +65,10 @@ func (s *Store) SeedLabels(ctx context.Context, every int) error {
 	}
 	return tx.Commit()
 }
+
+// ExecForTest runs one statement on the writer, for tests that damage an
+// archive on purpose.
+func (s *Store) ExecForTest(ctx context.Context, query string, args ...any) error {
+	_, err := s.w.ExecContext(ctx, query, args...)
+	return err
+}

@@ -147,7 +147,7 @@ func TestMigrationCaseSignatures(t *testing.T) {
 	if len(got) != 1 || got[0].IncidentID != 1 || got[0].Cause != "none" || len(got[0].Signature) != 0 || !got[0].At.Equal(time.Unix(5, 0)) {
 		t.Fatalf("reviewed cases of the upgraded archive: %+v", got)
 	}
-	snaps, err := s.CaseSnapshots(ctx, []int64{1})
+	snaps, _, err := s.CaseSnapshots(ctx, []int64{1})
 	if err != nil || snaps[1].Current[metrics.TTFT] != 900 {
 		t.Fatalf("snapshot of the upgraded archive: %+v, %v", snaps, err)
 	}

@@ -140,9 +140,12 @@ func (s *Store) PutCaseSignatures(ctx context.Context, sigs []CaseSignature) (in
 
 // CaseSnapshots returns the archived snapshots of the incidents ids, by id;
 // ids that do not exist are absent. It reads the snapshots alone, not the
-// chart windows, for computing signatures the archive lacks.
-func (s *Store) CaseSnapshots(ctx context.Context, ids []int64) (map[int64]metrics.Snapshot, error) {
+// chart windows, for computing signatures the archive lacks. Incidents
+// whose snapshot cannot be decoded are absent too and listed in
+// unreadable.
+func (s *Store) CaseSnapshots(ctx context.Context, ids []int64) (map[int64]metrics.Snapshot, []int64, error) {
 	out := make(map[int64]metrics.Snapshot, len(ids))
+	var unreadable []int64
 	const batch = 500
 	for lo := 0; lo < len(ids); lo += batch {
 		part := ids[lo:min(lo+batch, len(ids))]
@@ -153,27 +156,29 @@ func (s *Store) CaseSnapshots(ctx context.Context, ids []int64) (map[int64]metri
 		rows, err := s.r.QueryContext(ctx, `SELECT incident_id, snapshot FROM incident_evidence
 			WHERE incident_id IN (?`+strings.Repeat(", ?", len(part)-1)+`)`, args...)
 		if err != nil {
-			return nil, fmt.Errorf("store: case snapshots: %w", err)
+			return nil, nil, fmt.Errorf("store: case snapshots: %w", err)
 		}
 		for rows.Next() {
 			var id int64
 			var blob sql.RawBytes
 			if err := rows.Scan(&id, &blob); err != nil {
 				rows.Close()
-				return nil, fmt.Errorf("store: case snapshots: %w", err)
+				return nil, nil, fmt.Errorf("store: case snapshots: %w", err)
 			}
 			snap, err := unpackSnapshot(blob)
 			if err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("store: case snapshot of incident %d: %w", id, err)
+				// One damaged snapshot must not keep every other
+				// case out of the knowledge base.
+				unreadable = append(unreadable, id)
+				continue
 			}
 			out[id] = snap
 		}
 		err = rows.Err()
 		rows.Close()
 		if err != nil {
-			return nil, fmt.Errorf("store: case snapshots: %w", err)
+			return nil, nil, fmt.Errorf("store: case snapshots: %w", err)
 		}
 	}
-	return out, nil
+	return out, unreadable, nil
 }

@@ -112,21 +112,29 @@ func TestCaseSignatures(t *testing.T) {
 	}
 }
 
-// TestCaseSnapshots reads the snapshots of existing incidents only.
+// TestCaseSnapshots reads the snapshots of existing incidents only, and
+// lists a damaged one instead of failing the batch.
 func TestCaseSnapshots(t *testing.T) {
 	s := openTest(t)
 	a := mustOpen(t, s, newIncident("a", 0, nil), newDiagnosis(metrics.CauseKVCacheEviction, "v1"))
 	in := newIncident("b", time.Minute, nil)
 	in.Snapshot.Current[metrics.TPOT] = 42
 	b := mustOpen(t, s, in, newDiagnosis(metrics.CauseKVCacheEviction, "v1"))
-	got, err := s.CaseSnapshots(context.Background(), []int64{a.ID, b.ID, 4242})
+	c := mustOpen(t, s, newIncident("c", 2*time.Minute, nil), newDiagnosis(metrics.CauseKVCacheEviction, "v1"))
+	if err := s.ExecForTest(context.Background(), `UPDATE incident_evidence SET snapshot = x'00ff13' WHERE incident_id = ?`, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, unreadable, err := s.CaseSnapshots(context.Background(), []int64{a.ID, b.ID, c.ID, 4242})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || got[b.ID].Current[metrics.TPOT] != 42 || got[a.ID].Current[metrics.TTFT] != 950 || !got[a.ID].At.Equal(a.OpenedAt) {
 		t.Errorf("snapshots %+v", got)
 	}
-	if got, err := s.CaseSnapshots(context.Background(), nil); err != nil || len(got) != 0 {
+	if len(unreadable) != 1 || unreadable[0] != c.ID {
+		t.Errorf("unreadable %v, want the damaged incident %d alone", unreadable, c.ID)
+	}
+	if got, _, err := s.CaseSnapshots(context.Background(), nil); err != nil || len(got) != 0 {
 		t.Errorf("no ids: %v, %v", got, err)
 	}
 }
