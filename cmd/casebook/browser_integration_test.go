@@ -145,6 +145,23 @@ func TestBrowserFlow(t *testing.T) {
 	}
 	t.Logf("fault %s on %s diagnosed as %q (%s)", injected, scope, diagnosed, incPath)
 
+	// 4b. Turn the first proposed action into a change request.
+	if f.eval(`String(!!document.querySelector('[data-testid="change-form"]'))`) != "true" {
+		t.Errorf("incident %s proposes no action a change request can be made of", incPath)
+	} else {
+		f.submit("create a change request", `[data-testid="change-form"] button[type=submit]`,
+			`/^\/incidents\/\d+\/changes\/\d+$/.test(location.pathname) && !!document.querySelector('[data-testid="change-title"]')`)
+		f.shot("change-request")
+		visited = append(visited, f.location().Path)
+		if st := f.text(`[data-testid="change-status"]`); st == "" {
+			t.Errorf("the change request shows no status")
+		}
+		if md := f.text(`[data-testid="change-markdown"]`); !strings.Contains(md, incPath) && !strings.Contains(md, strings.TrimPrefix(incPath, "/incidents/")) {
+			t.Errorf("the change request's document does not name its incident %s:\n%s", incPath, md)
+		}
+		f.open("incident-after-change", incPath, `[data-testid="label-form"]`)
+	}
+
 	// 5. Mark the diagnosis wrong and pick the real cause.
 	trueCause := injected
 	if diagnosed == injected {
@@ -227,6 +244,21 @@ func TestBrowserFlow(t *testing.T) {
 		t.Errorf("the shared page lacks the note")
 	}
 	checkShareGrantsNothingElse(t, base, token, incPath)
+
+	// 8b. Administration: an API token is shown once, and the audit log
+	// holds the review.
+	f.open("admin-tokens", "/admin/tokens", `[data-testid="token-form"]`)
+	f.do("fill the token form", chromedp.SendKeys(chromedp.CSS(`[data-testid="token-form"] input[name=name]`), "alertmanager"))
+	f.submit("create a token", `[data-testid="token-form"] button[type=submit]`, `!!document.querySelector('[data-testid="new-token"]')`)
+	f.checkLayout("admin-token-created")
+	if tok := f.text(`[data-testid="new-token"]`); len(tok) < 32 {
+		t.Errorf("new token %q looks too short", tok)
+	}
+	f.open("admin-audit", "/admin/audit", `[data-testid="audit"]`)
+	if a := f.text(`[data-testid="audit"]`); !strings.Contains(a, "Dana On-call") {
+		t.Errorf("the audit log does not show the review by Dana On-call:\n%s", a)
+	}
+	visited = append(visited, "/admin/users", "/admin/tokens", "/admin/audit")
 
 	// 9. The accuracy page moved: one reviewed diagnosis, none correct.
 	f.open("accuracy-after", "/accuracy", `[data-testid="accuracy-overall"]`)
