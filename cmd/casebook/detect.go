@@ -14,13 +14,15 @@ import (
 
 // detectCmd replays a timestamp,value CSV through the dynamic-threshold
 // detector, with only past data available at each step, and prints one
-// line per alert event.
+// line per alert (with --events, also when an alert ends or a level shift
+// is absorbed).
 func detectCmd(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("detect", flag.ContinueOnError)
 	file := fs.String("csv", "", "CSV of timestamp,value with a header (default stdin)")
 	metric := fs.String("metric", "", "catalog id of the series, for its bad direction and unit (default: either direction, no unit)")
 	consecutive := fs.Int("consecutive", 3, "points in a row beyond the band to raise an alert")
 	maxBytes := fs.Int64("max-bytes", forecast.MaxCSVBytes, "largest accepted input in bytes")
+	events := fs.Bool("events", false, "also print when an alert ends and when a level shift is absorbed")
 	if err := parseFlags(fs, args, env, stderr); err != nil {
 		return err
 	}
@@ -63,6 +65,8 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 		}
 		if a.State == forecast.Firing {
 			fired++
+		} else if !*events {
+			continue
 		}
 		line := fmt.Sprintf("%s %-8s value=%.6g forecast=%.6g band=%.6g..%.6g since=%s",
 			a.At.Format(time.RFC3339), a.State, a.Value, a.Forecast, a.Lower, a.Upper, a.Start.Format(time.RFC3339))

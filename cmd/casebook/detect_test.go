@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +51,8 @@ func TestDetectCmd(t *testing.T) {
 		wantErr string
 	}{
 		{"alerts on the step with the inferred 5-minute interval", []string{"--csv", good, "--metric", "tpot_ms"}, noEnv,
+			[]string{stepAt.Add(10*time.Minute).Format(time.RFC3339) + " firing"}, ""},
+		{"with --events, also when the alert ends", []string{"--csv", good, "--metric", "tpot_ms", "--events"}, noEnv,
 			[]string{stepAt.Add(10*time.Minute).Format(time.RFC3339) + " firing", "resolved"}, ""},
 		{"consecutive from the environment", []string{"--csv", good}, func(k string) string {
 			if k == "CASEBOOK_CONSECUTIVE" {
@@ -88,6 +91,13 @@ func TestDetectCmd(t *testing.T) {
 			for _, w := range tc.wantOut {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("output lacks %q:\n%s", w, out.String())
+				}
+			}
+			if !slices.Contains(tc.args, "--events") {
+				for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+					if line != "" && !strings.Contains(line, " firing ") {
+						t.Errorf("without --events, a line that is not an alert: %s", line)
+					}
 				}
 			}
 			if !strings.Contains(errOut.String(), "sampling interval 5m0s") {
