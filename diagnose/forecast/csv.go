@@ -31,8 +31,8 @@ var timeLayouts = []string{
 	"2006-01-02 15:04",
 }
 
-// ParseTime parses an RFC 3339 timestamp or "YYYY-MM-DD HH:MM:SS" (taken
-// as UTC).
+// ParseTime parses an RFC 3339 timestamp, "YYYY-MM-DD HH:MM:SS" (taken
+// as UTC), or Unix seconds (digits, as many exports write them).
 func ParseTime(s string) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	for _, l := range timeLayouts {
@@ -40,8 +40,15 @@ func ParseTime(s string) (time.Time, error) {
 			return t.UTC(), nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("timestamp %q is neither RFC 3339 nor YYYY-MM-DD HH:MM:SS", s)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 && n < maxUnixSeconds {
+		return time.Unix(n, 0).UTC(), nil
+	}
+	return time.Time{}, fmt.Errorf("timestamp %q is neither RFC 3339, YYYY-MM-DD HH:MM:SS nor Unix seconds", s)
 }
+
+// maxUnixSeconds bounds Unix timestamps at the year 9999: a larger number
+// is milliseconds or not a time at all.
+const maxUnixSeconds = 253402300800
 
 // ReadCSV reads "timestamp,value" rows (a header line first; further
 // columns are ignored) of at most limit bytes (MaxCSVBytes when limit <= 0)

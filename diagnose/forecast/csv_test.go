@@ -67,6 +67,7 @@ func FuzzReadCSV(f *testing.F) {
 	f.Add("timestamp,value\n2026-01-05T00:00:00Z,NaN\n")
 	f.Add("a\n")
 	f.Add("t,v\n2026-01-05 00:00:00,1e309\n,\n")
+	f.Add("timestamp,value,is_anomaly\n1388534400,1,0\n1388534460,2,1\n")
 	f.Fuzz(func(t *testing.T, in string) {
 		got, err := ReadCSV(strings.NewReader(in), 1<<16)
 		if err != nil {
@@ -83,4 +84,19 @@ func FuzzReadCSV(f *testing.F) {
 			d.Observe("x", s.T, s.V)
 		}
 	})
+}
+
+func TestParseTimeForms(t *testing.T) {
+	want := time.Date(2014, 1, 1, 0, 5, 0, 0, time.UTC)
+	for _, s := range []string{"2014-01-01T00:05:00Z", "2014-01-01T01:05:00+01:00", "2014-01-01 00:05:00", "2014-01-01T00:05:00", "2014-01-01 00:05", " 1388534700 "} {
+		got, err := ParseTime(s)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("ParseTime(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	for _, s := range []string{"1388534700000", "-5", "yesterday", "2014-13-01 00:00:00", ""} {
+		if _, err := ParseTime(s); err == nil {
+			t.Errorf("ParseTime(%q) accepted", s)
+		}
+	}
 }
