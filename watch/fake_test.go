@@ -27,6 +27,9 @@ type fakeSource struct {
 	stepAt  time.Time
 	step    float64
 	stepped map[string]bool
+	// onlyIn, when set, limits a stepped metric to the scopes listed
+	// for it ("scope|metric").
+	onlyIn  map[string]bool
 	gapFrom time.Time
 	gapTo   time.Time
 	failing bool
@@ -56,7 +59,7 @@ func (f *fakeSource) value(sc metrics.Scope, id string, t time.Time) float64 {
 	if m.Unit == "ratio" {
 		v /= 200 // keep ratios inside 0..1
 	}
-	if f.stepped[id] && !f.stepAt.IsZero() && !t.Before(f.stepAt) {
+	if f.stepped[id] && (f.onlyIn == nil || f.onlyIn[sc.String()+"|"+id]) && !f.stepAt.IsZero() && !t.Before(f.stepAt) {
 		if m.Bad == metrics.Down {
 			v /= f.step
 		} else {

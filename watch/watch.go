@@ -397,8 +397,8 @@ func (w *Watcher) corroborate(g forecast.Group) (forecast.Group, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st := w.scopes[g.Scope]
-	if ep := st.incident; ep != nil && g.Minute.Sub(ep.minute) <= w.opts.JoinWindow && !g.Minute.Before(ep.minute) {
-		return g, true
+	if ep := w.latestEpisode(g.Scope); ep != nil && g.Minute.Sub(ep.minute) <= w.opts.JoinWindow && !g.Minute.Before(ep.minute) {
+		return g, true // it joins that incident
 	}
 	if st.pendingSince.IsZero() || g.Minute.Before(st.pendingSince) {
 		st.pendingSince = g.Minute
@@ -470,6 +470,23 @@ func dimensions(ids []string) int {
 	return len(seen)
 }
 
+// latestEpisode is the scope's latest incident, or for a model scope the
+// latest of its own and its instances' incidents: a model's anomaly that
+// one of its instances already opened an incident for is that incident.
+// The caller holds w.mu.
+func (w *Watcher) latestEpisode(scope metrics.Scope) *episode {
+	ep := w.scopes[scope].incident
+	if scope.Instance == "" {
+		for sc, ist := range w.scopes {
+			if sc.Model == scope.Model && sc.Instance != "" && ist.incident != nil &&
+				(ep == nil || ist.incident.minute.After(ep.minute)) {
+				ep = ist.incident
+			}
+		}
+	}
+	return ep
+}
+
 // openGroup opens the incident of one group, or joins the scope's recent
 // incident, and reports whether it opened one. at is the minute the group
 // was acted on (later than its own minute when it waited for
@@ -477,17 +494,7 @@ func dimensions(ids []string) int {
 func (w *Watcher) openGroup(ctx context.Context, g forecast.Group, at time.Time) bool {
 	w.mu.Lock()
 	st := w.scopes[g.Scope]
-	ep := st.incident
-	if g.Scope.Instance == "" {
-		// A model's anomaly that one of its instances already opened an
-		// incident for is that incident.
-		for sc, ist := range w.scopes {
-			if sc.Model == g.Scope.Model && sc.Instance != "" && ist.incident != nil &&
-				(ep == nil || ist.incident.minute.After(ep.minute)) {
-				ep = ist.incident
-			}
-		}
-	}
+	ep := w.latestEpisode(g.Scope)
 	w.mu.Unlock()
 	if ep != nil && at.Sub(ep.minute) <= w.opts.JoinWindow && !at.Before(ep.minute) {
 		w.log.Info("watch: metrics join the scope's open incident", "scope", g.Scope.String(), "incident", ep.id, "metrics", strings.Join(g.Metrics, ","))

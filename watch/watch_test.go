@@ -391,3 +391,29 @@ func TestWatcherCorroboratesAcrossDimensions(t *testing.T) {
 		})
 	}
 }
+
+func TestWatcherModelJoinsAnInstanceIncidentWithoutWaiting(t *testing.T) {
+	// The instance shows two dimensions and opens at once; its model shows
+	// only the latency and must join that incident rather than wait for
+	// corroboration and open its own.
+	model := metrics.Scope{Model: testScope.Model}
+	src := &fakeSource{scopes: []metrics.Scope{model, testScope}, step: 2,
+		stepped: map[string]bool{metrics.TTFT: true, metrics.GenerationTPS: true},
+		onlyIn:  map[string]bool{testScope.String() + "|" + metrics.TTFT: true, testScope.String() + "|" + metrics.GenerationTPS: true, model.String() + "|" + metrics.TTFT: true}}
+	var log syncBuffer
+	w, op, clk := newTestWatcher(t, src, testIDs, nil, &log)
+	w.opts.Corroborate = 10 * time.Minute
+	w.Round(context.Background())
+	runMinutes(w, clk, 30)
+	src.set(func(f *fakeSource) { f.stepAt = clk.Now().Add(time.Minute) })
+	runMinutes(w, clk, 30)
+	got := op.list()
+	if len(got) != 1 || got[0].scope != testScope {
+		t.Fatalf("opened %+v, want the instance's incident alone\n%s", got, log.String())
+	}
+	for _, a := range w.Firing() {
+		if a.Alert.Scope == model && a.Incident != 1 {
+			t.Errorf("the model's %s alert belongs to incident %d, want the instance's", a.Alert.Metric, a.Incident)
+		}
+	}
+}
