@@ -100,13 +100,10 @@ func (kb *KnowledgeBase) ExplainPair(sig Signature, a, b string) (v PairVerdict,
 	q := sig.encode()
 	kb.mu.RLock()
 	defer kb.mu.RUnlock()
-	ia, okA := kb.index[a]
-	ib, okB := kb.index[b]
-	if !okA || !okB || len(kb.byCause[ia]) < minPairCases || len(kb.byCause[ib]) < minPairCases {
+	ia, ib, pa, pb, ok := kb.pairPrototypes(a, b)
+	if !ok {
 		return v, false
 	}
-	ref := kb.referenceMean()
-	pa, pb := kb.prototype(ia, &ref), kb.prototype(ib, &ref)
 	wa, wb := pairSigns(&pa, &pb), pairSigns(&pb, &pa)
 	qa, qb := expression(&q, &wa), expression(&q, &wb)
 	// Is b beyond what a alone shows, and a beyond what b alone shows?
@@ -132,15 +129,25 @@ func (kb *KnowledgeBase) Presence(sig Signature, base, x string) (rank float64, 
 	q := sig.encode()
 	kb.mu.RLock()
 	defer kb.mu.RUnlock()
-	ib, okB := kb.index[base]
-	ix, okX := kb.index[x]
-	if !okB || !okX || len(kb.byCause[ib]) < minPairCases || len(kb.byCause[ix]) < minPairCases {
+	ib, _, pb, px, ok := kb.pairPrototypes(base, x)
+	if !ok {
 		return 0, false
 	}
-	ref := kb.referenceMean()
-	pb, px := kb.prototype(ib, &ref), kb.prototype(ix, &ref)
 	wx := pairSigns(&px, &pb)
 	return kb.rankAmong(ib, &wx, expression(&q, &wx)), true
+}
+
+// pairPrototypes returns the indices and prototypes of causes a and b, or
+// ok false when the knowledge base holds fewer than minPairCases cases of
+// either. The caller holds the lock.
+func (kb *KnowledgeBase) pairPrototypes(a, b string) (ia, ib uint16, pa, pb [SigDim]float64, ok bool) {
+	ia, okA := kb.index[a]
+	ib, okB := kb.index[b]
+	if !okA || !okB || len(kb.byCause[ia]) < minPairCases || len(kb.byCause[ib]) < minPairCases {
+		return 0, 0, pa, pb, false
+	}
+	ref := kb.referenceMean()
+	return ia, ib, kb.prototype(ia, &ref), kb.prototype(ib, &ref), true
 }
 
 // rankAmong is the mid-rank (0-1) of x among the expressions over w of the
@@ -256,11 +263,17 @@ func (e *Engine) explainAway(d *Diagnosis, sig Signature) bool {
 		return false
 	}
 	d.Notes = append(d.Notes, fmt.Sprintf(noteExplained, causeTitle(a), causeTitle(b), causeTitle(b), 100*v.PrimaryRank, causeTitle(a), 100*v.SecondaryRank, causeTitle(b), causeTitle(a)))
-	d.RootCause = b
-	c := d.Candidates[bi]
-	copy(d.Candidates[1:bi+1], d.Candidates[:bi])
-	d.Candidates[0] = c
+	promote(d, bi)
 	return true
+}
+
+// promote makes candidate i the diagnosis' root cause and moves it to the
+// front of the candidates, keeping the others in order.
+func promote(d *Diagnosis, i int) {
+	c := d.Candidates[i]
+	copy(d.Candidates[1:i+1], d.Candidates[:i])
+	d.Candidates[0] = c
+	d.RootCause = c.RootCause
 }
 
 // nameMildFault replaces the rules' "none" in d with a cause the rules
@@ -283,10 +296,7 @@ func (e *Engine) nameMildFault(d *Diagnosis, sig Signature) bool {
 	if bi < 0 {
 		return false
 	}
-	c := d.Candidates[bi]
-	d.Notes = append(d.Notes, fmt.Sprintf(noteMildFault, causeTitle(c.RootCause), 100*best))
-	d.RootCause = c.RootCause
-	copy(d.Candidates[1:bi+1], d.Candidates[:bi])
-	d.Candidates[0] = c
+	d.Notes = append(d.Notes, fmt.Sprintf(noteMildFault, causeTitle(d.Candidates[bi].RootCause), 100*best))
+	promote(d, bi)
 	return true
 }

@@ -355,13 +355,7 @@ func (kb *KnowledgeBase) AddSignature(id string, sig Signature, cause string, re
 
 // Put learns c, replacing the stored case with the same ID if there is one
 // (a relabelled incident), else adding it.
-func (kb *KnowledgeBase) Put(c LabelledCase) error {
-	fresh := NewKnowledgeBase()
-	if err := fresh.Add(c); err != nil {
-		return err
-	}
-	return kb.putFrom(fresh, c.ID)
-}
+func (kb *KnowledgeBase) Put(c LabelledCase) error { return kb.PutSigned(c.Signed()) }
 
 // putFrom learns the one case of fresh under id, replacing the stored case
 // with that id if there is one, else adding it.
@@ -405,14 +399,11 @@ func (kb *KnowledgeBase) putFrom(fresh *KnowledgeBase, id string) error {
 // Replace swaps the whole content for cases (the console reloads from the
 // store this way); on error the old content stays.
 func (kb *KnowledgeBase) Replace(cases []LabelledCase) error {
-	fresh := NewKnowledgeBase()
-	for _, c := range cases {
-		if err := fresh.Add(c); err != nil {
-			return err
-		}
+	signed := make([]SignedCase, len(cases))
+	for i, c := range cases {
+		signed[i] = c.Signed()
 	}
-	kb.swap(fresh)
-	return nil
+	return kb.ReplaceSigned(signed)
 }
 
 // swap takes over the content of fresh.
