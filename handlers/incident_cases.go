@@ -227,17 +227,12 @@ func signedCase(inc store.Incident) (diagnose.SignedCase, bool) {
 	if len(inc.Snapshot.Current) == 0 {
 		return diagnose.SignedCase{}, false
 	}
-	c := diagnose.SignedCase{ID: strconv.FormatInt(inc.ID, 10), At: inc.OpenedAt}
-	switch inc.Verdict {
-	case store.VerdictCorrect:
-		c.Review, c.Cause = diagnose.Confirmed, inc.TrueCause
-		if c.Cause == "" {
-			c.Cause = inc.RootCause
-		}
-	case store.VerdictWrong:
-		c.Review, c.Cause = diagnose.Corrected, inc.TrueCause
-	default:
+	if inc.Verdict != store.VerdictCorrect && inc.Verdict != store.VerdictWrong {
 		return diagnose.SignedCase{}, false
+	}
+	c := diagnose.SignedCase{ID: strconv.FormatInt(inc.ID, 10), At: inc.OpenedAt, Review: reviewOf(inc.Verdict), Cause: inc.TrueCause}
+	if c.Cause == "" && inc.Verdict == store.VerdictCorrect {
+		c.Cause = inc.RootCause // a confirmation stored without a true cause
 	}
 	if c.Cause == "" {
 		return diagnose.SignedCase{}, false

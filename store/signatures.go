@@ -57,7 +57,7 @@ type ReviewedCase struct {
 // stops the scan and is returned.
 func (s *Store) EachReviewedCase(ctx context.Context, version int, fn func(ReviewedCase) error) error {
 	rows, err := s.r.QueryContext(ctx, `
-		SELECT i.id, i.verdict, `+reviewedCause+`, coalesce(s.at, i.opened_at), s.signature
+		SELECT i.id, i.verdict, `+reviewedCause+`, i.opened_at, s.signature
 		FROM incidents i
 		LEFT JOIN case_signatures s ON s.incident_id = i.id AND s.version = ?
 			AND s.verdict = i.verdict AND s.cause = `+reviewedCause+`
@@ -77,10 +77,7 @@ func (s *Store) EachReviewedCase(ctx context.Context, version int, fn func(Revie
 		if err := rows.Scan(&c.IncidentID, &verdict, &c.Cause, &at, &sig); err != nil {
 			return fmt.Errorf("store: reviewed cases: %w", err)
 		}
-		c.Verdict, c.At = Verdict(verdict), fromNanos(at)
-		if sig != nil {
-			c.Signature = sig
-		}
+		c.Verdict, c.At, c.Signature = Verdict(verdict), fromNanos(at), sig
 		if err := fn(c); err != nil {
 			return err
 		}
@@ -113,11 +110,11 @@ func (s *Store) PutCaseSignatures(ctx context.Context, sigs []CaseSignature) (in
 	}
 	defer tx.Rollback()
 	stmt, err := tx.PrepareContext(ctx, `
-		INSERT INTO case_signatures (incident_id, version, verdict, cause, at, signature)
-		SELECT i.id, ?, i.verdict, `+reviewedCause+`, i.opened_at, ? FROM incidents i
+		INSERT INTO case_signatures (incident_id, version, verdict, cause, signature)
+		SELECT i.id, ?, i.verdict, `+reviewedCause+`, ? FROM incidents i
 		WHERE i.id = ? AND i.verdict = ? AND `+reviewedCause+` = ?
 		ON CONFLICT (incident_id) DO UPDATE SET version = excluded.version, verdict = excluded.verdict,
-			cause = excluded.cause, at = excluded.at, signature = excluded.signature`)
+			cause = excluded.cause, signature = excluded.signature`)
 	if err != nil {
 		return 0, fmt.Errorf("store: put case signatures: %w", err)
 	}

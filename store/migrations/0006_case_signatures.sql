@@ -10,6 +10,5 @@ CREATE TABLE case_signatures (
     version     INTEGER NOT NULL,                -- diagnose.SignatureVersion
     verdict     TEXT NOT NULL CHECK (verdict IN ('correct', 'wrong')),
     cause       TEXT NOT NULL,                   -- the true cause the case teaches
-    at          INTEGER NOT NULL,                -- the incident's time, Unix nanoseconds
     signature   BLOB NOT NULL CHECK (length(signature) <= 1024)  -- diagnose.Signature, float32 little-endian
 );
