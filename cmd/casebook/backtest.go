@@ -88,8 +88,8 @@ func backtestCmd(ctx context.Context, args []string, env func(string) string, st
 		fmt.Fprintf(stdout, "alerts per day cut by %.1f%% (%.1f -> %.1f)\n",
 			100*(1-res.Dynamic.PerDay()/f), f, res.Dynamic.PerDay())
 	}
-	if f := res.Fixed.PerDay() * (1 - res.Fixed.Precision()); f > 0 {
-		d := res.Dynamic.PerDay() * (1 - res.Dynamic.Precision())
+	if f := res.Fixed.FalsePerDay(); f > 0 {
+		d := res.Dynamic.FalsePerDay()
 		fmt.Fprintf(stdout, "false alerts per day cut by %.1f%% (%.1f -> %.1f)\n", 100*(1-d/f), f, d)
 	}
 	if res.Fixed.Detected < res.Dynamic.Detected {

@@ -24,6 +24,9 @@ type Score struct {
 // PerDay is alerts per evaluated day.
 func (s Score) PerDay() float64 { return ratio(float64(s.Alerts), s.Days) }
 
+// FalsePerDay is alerts about no labelled window per evaluated day.
+func (s Score) FalsePerDay() float64 { return ratio(float64(s.Alerts-s.TruePos), s.Days) }
+
 // Precision is the share of alerts that are about a labelled window.
 func (s Score) Precision() float64 { return ratio(float64(s.TruePos), float64(s.Alerts)) }
 

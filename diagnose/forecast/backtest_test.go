@@ -55,3 +55,10 @@ func TestTuneFixedFindsTheQuietestThresholdAtTheTarget(t *testing.T) {
 		t.Errorf("target 2: threshold %v detects %d with %d alerts, want a threshold under 13 with 2 and 3", two.Threshold, two.Detected, two.Alerts)
 	}
 }
+
+func TestScoreFalsePerDay(t *testing.T) {
+	s := Score{Alerts: 10, TruePos: 7, Days: 2}
+	if got := s.FalsePerDay(); got != 1.5 {
+		t.Errorf("FalsePerDay = %v, want 1.5 (3 false alerts over 2 days)", got)
+	}
+}
