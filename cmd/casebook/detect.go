@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"flag"
 	"fmt"
@@ -22,6 +23,7 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	metric := fs.String("metric", "", "catalog id of the series, for its bad direction and unit (default: either direction, no unit)")
 	consecutive := fs.Int("consecutive", 3, "points in a row beyond the band to raise an alert")
 	maxBytes := fs.Int64("max-bytes", forecast.MaxCSVBytes, "largest accepted input in bytes")
+	trace := fs.String("trace", "", "also write every judged point to this CSV file (timestamp,value,forecast,lower,upper,z), to see why a point did or did not alert")
 	events := fs.Bool("events", false, "also print when an alert ends and when a level shift is absorbed")
 	if err := parseFlags(fs, args, env, stderr); err != nil {
 		return err
@@ -51,6 +53,16 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	if err != nil {
 		return fmt.Errorf("detect: %s: %w", name, err)
 	}
+	var traceOut *bufio.Writer
+	if *trace != "" {
+		f, err := os.Create(*trace)
+		if err != nil {
+			return fmt.Errorf("detect: --trace: %w", err)
+		}
+		defer f.Close()
+		traceOut = bufio.NewWriter(f)
+		fmt.Fprintln(traceOut, "timestamp,value,forecast,lower,upper,z")
+	}
 	det := forecast.NewDetector(forecast.DetectorOptions{Consecutive: *consecutive})
 	fired := 0
 	for i, s := range samples {
@@ -60,6 +72,11 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 			}
 		}
 		a, ok := det.Observe(id, s.T, s.V)
+		if traceOut != nil {
+			if b, judged := det.LastBand(id); judged && b.At.Equal(s.T.UTC().Truncate(time.Second)) {
+				fmt.Fprintf(traceOut, "%s,%g,%g,%g,%g,%.3f\n", b.At.Format(time.RFC3339), b.Value, b.Forecast, b.Lower, b.Upper, b.Z)
+			}
+		}
 		if !ok {
 			continue
 		}
@@ -74,6 +91,11 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 			line += " (" + a.Message + ")"
 		}
 		fmt.Fprintln(stdout, line)
+	}
+	if traceOut != nil {
+		if err := traceOut.Flush(); err != nil {
+			return fmt.Errorf("detect: --trace: %w", err)
+		}
 	}
 	st := det.Stats(id)
 	fmt.Fprintf(stderr, "detect: %d rows, %d alerts, sampling interval %s, skipped %d NaN and %d duplicate or out-of-order rows, %d level shifts\n",

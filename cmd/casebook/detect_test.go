@@ -115,3 +115,55 @@ func TestBacktestCmdFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestDetectTrace(t *testing.T) {
+	// Two days of a flat noisy series, then one point far off: the trace
+	// has a row per judged point, and the far point's row shows it
+	// beyond the band with a large z.
+	var b strings.Builder
+	b.WriteString("timestamp,value\n")
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	const n = 2 * 288
+	for i := 0; i < n; i++ {
+		v := 50 + 3*math.Sin(float64(i)*2.1)
+		if i == n-1 {
+			v = 500
+		}
+		fmt.Fprintf(&b, "%s,%.3f\n", start.Add(time.Duration(i)*5*time.Minute).Format(time.RFC3339), v)
+	}
+	dir := t.TempDir()
+	in, trace := filepath.Join(dir, "s.csv"), filepath.Join(dir, "trace.csv")
+	if err := os.WriteFile(in, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := detectCmd(context.Background(), []string{"--csv", in, "--trace", trace}, func(string) string { return "" }, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if lines[0] != "timestamp,value,forecast,lower,upper,z" {
+		t.Fatalf("header = %q", lines[0])
+	}
+	// Warm-up points are not judged; most of the series is.
+	if len(lines)-1 < n/2 || len(lines)-1 >= n {
+		t.Fatalf("trace has %d rows for %d points, want between %d and %d", len(lines)-1, n, n/2, n-1)
+	}
+	last := strings.Split(lines[len(lines)-1], ",")
+	if want := start.Add(time.Duration(n-1) * 5 * time.Minute).Format(time.RFC3339); last[0] != want || last[1] != "500" {
+		t.Fatalf("last row = %v, want the far point at %s", last, want)
+	}
+	var upper, z float64
+	fmt.Sscan(last[4], &upper)
+	fmt.Sscan(last[5], &z)
+	if upper >= 500 || z < 10 {
+		t.Errorf("far point: upper %g, z %g; want it beyond the band with z >= 10", upper, z)
+	}
+	err = detectCmd(context.Background(), []string{"--csv", in, "--trace", filepath.Join(dir, "no", "such", "dir.csv")}, func(string) string { return "" }, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error(), "--trace") {
+		t.Errorf("unwritable trace: err = %v, want one naming --trace", err)
+	}
+}

@@ -209,6 +209,7 @@ type seriesState struct {
 	outVals  []float64
 	alertDir metrics.Direction
 	stats    Stats
+	band     Band // the last judged point
 
 	// Local correction and calibration, fed while no alert is open.
 	local    ring // recent points
@@ -268,6 +269,26 @@ func (d *Detector) Firing(metric string) bool {
 	defer d.mu.Unlock()
 	st, ok := d.series[metric]
 	return ok && st.firing
+}
+
+// Band is how the detector judged one point: the forecast, the band and
+// the value's distance from the forecast in standard errors.
+type Band struct {
+	At              time.Time
+	Value, Forecast float64
+	Lower, Upper, Z float64
+}
+
+// LastBand returns how the metric's latest point was judged; false when no
+// point has been judged yet (before the first fit and during warm-up).
+func (d *Detector) LastBand(metric string) (Band, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	st, ok := d.series[metric]
+	if !ok || st.band.At.IsZero() {
+		return Band{}, false
+	}
+	return st.band, true
 }
 
 // Observe feeds one point of one metric and returns an event when an alert
@@ -347,6 +368,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	if se > 0 {
 		z = (v - f) / se
 	}
+	st.band = Band{At: at, Value: v, Forecast: f, Lower: lo, Upper: hi, Z: z}
 	mk := func(state State, start int64, dir metrics.Direction, msg string) Alert {
 		return Alert{Scope: d.opts.Scope, Metric: metric, State: state, Start: time.Unix(start, 0).UTC(),
 			At: at, Value: v, Forecast: f, Lower: lo, Upper: hi, Direction: dir, Z: z, Message: msg}
