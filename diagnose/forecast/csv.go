@@ -32,7 +32,8 @@ var timeLayouts = []string{
 }
 
 // ParseTime parses an RFC 3339 timestamp, "YYYY-MM-DD HH:MM:SS" (taken
-// as UTC), or Unix seconds (digits, as many exports write them).
+// as UTC), or Unix seconds or milliseconds (digits, as many exports write
+// them).
 func ParseTime(s string) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	for _, l := range timeLayouts {
@@ -40,14 +41,20 @@ func ParseTime(s string) (time.Time, error) {
 			return t.UTC(), nil
 		}
 	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 && n < maxUnixSeconds {
-		return time.Unix(n, 0).UTC(), nil
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n >= 0 {
+		switch {
+		case n < maxUnixSeconds:
+			return time.Unix(n, 0).UTC(), nil
+		case n < maxUnixSeconds*1000:
+			return time.UnixMilli(n).UTC(), nil
+		}
 	}
-	return time.Time{}, fmt.Errorf("timestamp %q is neither RFC 3339, YYYY-MM-DD HH:MM:SS nor Unix seconds", s)
+	return time.Time{}, fmt.Errorf("timestamp %q is neither RFC 3339, YYYY-MM-DD HH:MM:SS nor Unix seconds or milliseconds", s)
 }
 
 // maxUnixSeconds bounds Unix timestamps at the year 9999: a larger number
-// is milliseconds or not a time at all.
+// is milliseconds (as JavaScript and many exporters write them), up to the
+// same year.
 const maxUnixSeconds = 253402300800
 
 // ReadCSV reads "timestamp,value" rows (a header line first; further
