@@ -200,6 +200,7 @@ type seriesState struct {
 	firing   bool
 	badRun   int
 	zFirst   float64 // z of the run's first point
+	swung    bool    // the run crossed from one side of the band to the other
 	rho      float64 // lag-1 correlation of recent one-step-ahead errors
 	badStart int64
 	inRun    int
@@ -400,15 +401,18 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 
 	bad := side != 0 && (st.metric.Bad == metrics.Both || side == int(st.metric.Bad))
 	if !st.firing {
-		if bad && (st.badRun == 0 || dirOf(side) == st.alertDir) {
-			if st.badRun == 0 {
-				st.badStart, st.alertDir, st.zFirst = sec, dirOf(side), z
+		switch {
+		case !bad:
+			st.badRun = 0
+		case st.badRun == 0:
+			st.badRun, st.badStart, st.alertDir, st.zFirst, st.swung = 1, sec, dirOf(side), z, false
+		default:
+			// Only a Both metric can be bad on either side; a run
+			// that swings across the band is still out of it.
+			if dirOf(side) != st.alertDir {
+				st.alertDir, st.swung = dirOf(side), true
 			}
 			st.badRun++
-		} else if bad {
-			st.badRun, st.badStart, st.alertDir, st.zFirst = 1, sec, dirOf(side), z
-		} else {
-			st.badRun = 0
 		}
 		if st.badRun >= d.opts.Consecutive && d.notEcho(st, z) {
 			st.firing, st.inRun = true, 0
@@ -664,7 +668,9 @@ func lag1(r ring, clip float64) float64 {
 // notEcho reports whether the run's current point, at z, is more than the
 // decaying echo of its first point under the recent lag-1 correlation.
 func (d *Detector) notEcho(st *seriesState, z float64) bool {
-	if d.opts.EchoZ < 0 || st.rho <= 0 || st.badRun < 2 {
+	// A shock under positive correlation decays on its own side; a run
+	// that swung across the band is no echo of its first point.
+	if d.opts.EchoZ < 0 || st.rho <= 0 || st.badRun < 2 || st.swung {
 		return true
 	}
 	r := math.Pow(st.rho, float64(st.badRun-1))

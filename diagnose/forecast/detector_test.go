@@ -455,3 +455,39 @@ func TestDetectorLearnsWeekendsAfterYoungShifts(t *testing.T) {
 		t.Errorf("%d alerts in weeks 4-5 of a clean weekly series, first %v", len(late), late[0])
 	}
 }
+
+func TestDetectorSwingAcrossBand(t *testing.T) {
+	// A metric bad in both directions that swings from far above to far
+	// below its band and back, point after point, is out of its band the
+	// whole time: the run counts across sides and fires. A metric bad
+	// only upwards sees just the upward points, never three in a row.
+	h := history(50, 1, 11)
+	swing := after(h, 60, 50, 1, 12, func(i int, v float64) float64 {
+		if i >= 20 && i < 30 {
+			if i%2 == 0 {
+				return v + 30
+			}
+			return v - 30
+		}
+		return v
+	})
+	s := append(append([]metrics.Sample(nil), h...), swing...)
+	for _, tc := range []struct {
+		metric string
+		want   int
+	}{{"gpu_sm_util", 1}, {"tpot_ms", 0}} {
+		d := NewDetector(DetectorOptions{})
+		var fired []Alert
+		for _, a := range feed(d, tc.metric, s) {
+			if a.State == Firing && !a.Start.Before(swing[0].T) {
+				fired = append(fired, a)
+			}
+		}
+		if len(fired) != tc.want {
+			t.Errorf("%s: %d alerts on the swing, want %d: %v", tc.metric, len(fired), tc.want, fired)
+		}
+		if tc.want == 1 && len(fired) == 1 && fired[0].Start != swing[20].T {
+			t.Errorf("%s: alert starts %s, want the swing's first point %s", tc.metric, fired[0].Start, swing[20].T)
+		}
+	}
+}
