@@ -98,8 +98,8 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 		}
 	}
 	st := det.Stats(id)
-	fmt.Fprintf(stderr, "detect: %d rows, %d alerts, sampling interval %s, skipped %d NaN and %d duplicate or out-of-order rows, %d level shifts\n",
-		len(samples), fired, det.Interval(id), st.NaN, st.OutOfOrder, st.Shifts)
+	fmt.Fprintf(stderr, "detect: %d rows, %d alerts, sampling interval %s, skipped %d NaN and %d duplicate or out-of-order rows, %d level shifts, %d routine excursions not alerted\n",
+		len(samples), fired, det.Interval(id), st.NaN, st.OutOfOrder, st.Shifts, st.Routine)
 	if m := det.Model(id); m != nil {
 		fmt.Fprintf(stderr, "detect: last model: %s\n", m)
 	}

@@ -60,6 +60,13 @@ type DetectorOptions struct {
 	// standard error, the band widens by the ratio, up to 4 times
 	// (default 1440; negative turns calibration off).
 	CalibrationWindow int
+	// RoutinePerDay: a series that made excursions at least as deep, in
+	// the same direction, this often over the last week (on average per
+	// day, counting only days it has been observed, from the second day
+	// on) is doing what it routinely does, such as a batch job's bursts;
+	// such an excursion does not alert, and a deeper one still does
+	// (default 2; negative turns the rule off).
+	RoutinePerDay float64
 	// Model configures the fits. Its AbsFloor, when zero, comes from the
 	// metric's unit.
 	Model Options
@@ -99,6 +106,9 @@ func (o DetectorOptions) withDefaults() DetectorOptions {
 	}
 	if o.LocalWindow == 0 {
 		o.LocalWindow = 60
+	}
+	if o.RoutinePerDay == 0 {
+		o.RoutinePerDay = 2
 	}
 	if o.CalibrationWindow == 0 {
 		o.CalibrationWindow = 1440
@@ -166,6 +176,7 @@ type Stats struct {
 	Gaps       int // gaps that reset the consecutive count
 	Refits     int
 	Shifts     int
+	Routine    int // excursions not alerted because the series makes them routinely
 }
 
 // Detector raises alerts when a series leaves its seasonal forecast band in
@@ -212,12 +223,26 @@ type seriesState struct {
 	stats    Stats
 	band     Band // the last judged point
 
+	// Recent excursions (runs of at least Consecutive points out of the
+	// band in a bad direction, alerted or not), for the routine rule.
+	excursions []excursion
+	runPeak    float64 // the current run's largest distance from the forecast
+	routine    bool    // the current run was found routine
+
 	// Local correction and calibration, fed while no alert is open.
 	local    ring // recent points
 	localErr []float64
 	offset   float64
 	calib    ring // standardised one-step-ahead errors
 	inflate  float64
+}
+
+// excursion is one past run out of the band: when it began, on which side,
+// and how far from the forecast it went.
+type excursion struct {
+	t    int64
+	dir  metrics.Direction
+	peak float64
 }
 
 // obs is a point with its error against the current model.
@@ -400,12 +425,19 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	}
 
 	bad := side != 0 && (st.metric.Bad == metrics.Both || side == int(st.metric.Bad))
+	// Depth is in the series' own units, not band widths: the band
+	// widens and narrows over a week, the routine bursts do not.
+	depth := math.Abs(v - f)
 	if !st.firing {
 		switch {
 		case !bad:
+			if st.badRun >= d.opts.Consecutive {
+				d.noteExcursion(st, sec)
+			}
 			st.badRun = 0
 		case st.badRun == 0:
 			st.badRun, st.badStart, st.alertDir, st.zFirst, st.swung = 1, sec, dirOf(side), z, false
+			st.runPeak, st.routine = depth, false
 		default:
 			// Only a Both metric can be bad on either side; a run
 			// that swings across the band is still out of it.
@@ -413,8 +445,9 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 				st.alertDir, st.swung = dirOf(side), true
 			}
 			st.badRun++
+			st.runPeak = math.Max(st.runPeak, depth)
 		}
-		if st.badRun >= d.opts.Consecutive && d.notEcho(st, z) {
+		if st.badRun >= d.opts.Consecutive && d.notEcho(st, z) && !d.isRoutine(st, sec, hw) {
 			st.firing, st.inRun = true, 0
 			return mk(Firing, st.badStart, st.alertDir, ""), true
 		}
@@ -422,14 +455,57 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	}
 	if bad && dirOf(side) == st.alertDir {
 		st.inRun = 0
+		st.runPeak = math.Max(st.runPeak, depth)
 		return Alert{}, false
 	}
 	st.inRun++
 	if st.inRun >= d.opts.Clear {
+		d.noteExcursion(st, sec)
 		st.firing, st.badRun, st.inRun = false, 0, 0
 		return mk(Resolved, st.badStart, st.alertDir, ""), true
 	}
 	return Alert{}, false
+}
+
+// routineWindow is how far back the routine rule looks.
+const routineWindow = 7 * 86400
+
+// noteExcursion records the run that just ended and forgets those older
+// than the routine window.
+func (d *Detector) noteExcursion(st *seriesState, sec int64) {
+	keep := st.excursions[:0]
+	for _, e := range st.excursions {
+		if e.t >= sec-routineWindow {
+			keep = append(keep, e)
+		}
+	}
+	st.excursions = append(keep, excursion{t: st.badStart, dir: st.alertDir, peak: st.runPeak})
+}
+
+// isRoutine reports whether the current run is no deeper than excursions
+// the series made at least RoutinePerDay times a day over the days of the
+// routine window it has been observed; depths within the band's
+// half-width hw of each other are alike. It counts each routine run once.
+func (d *Detector) isRoutine(st *seriesState, sec int64, hw float64) bool {
+	if d.opts.RoutinePerDay < 0 || len(st.hist) <= st.head {
+		return false
+	}
+	span := min(sec-st.hist[st.head].t, routineWindow)
+	if span < 86400 {
+		return false
+	}
+	n := 0
+	for _, e := range st.excursions {
+		if e.t >= sec-routineWindow && e.peak >= st.runPeak-hw && (e.dir == st.alertDir || st.metric.Bad == metrics.Both) {
+			n++
+		}
+	}
+	routine := float64(n) >= d.opts.RoutinePerDay*float64(span)/86400
+	if routine && !st.routine {
+		st.stats.Routine++
+	}
+	st.routine = routine
+	return routine
 }
 
 func dirOf(side int) metrics.Direction {

@@ -491,3 +491,60 @@ func TestDetectorSwingAcrossBand(t *testing.T) {
 		}
 	}
 }
+
+func TestDetectorRoutineBursts(t *testing.T) {
+	// Eight days of a flat 5-minute series with three 20-minute bursts a
+	// day at random hours (a batch job), then on the last day one burst
+	// three times as deep. The first day's bursts alert; once the
+	// series has shown it bursts several times a day, bursts like those
+	// do not, and the deeper one still does. With the rule off, the late
+	// bursts keep alerting.
+	const perDay = 288
+	rng := rand.New(rand.NewPCG(7, 7))
+	n := 8 * perDay
+	lift := make([]float64, n)
+	burst := func(at int, size float64) {
+		for i := at; i < at+4 && i < n; i++ {
+			lift[i] = size
+		}
+	}
+	for day := 0; day < 8; day++ {
+		for _, q := range []int{0, 1, 2} {
+			burst(day*perDay+q*96+rng.IntN(80), 40)
+		}
+	}
+	deepAt := 7*perDay + 100
+	for i := deepAt - 10; i < deepAt+16; i++ {
+		lift[i] = 0
+	}
+	burst(deepAt, 120)
+	s := gen(n, 5*time.Minute, 1, 3, func(time.Time) float64 { return 10 })
+	for i := range s {
+		s[i].V += lift[i]
+	}
+	late := s[4*perDay].T
+	run := func(opts DetectorOptions) (early, lateBursts int, deep bool, st Stats) {
+		d := NewDetector(opts)
+		for _, a := range feed(d, "tpot_ms", s) {
+			switch {
+			case a.State != Firing:
+			case a.Start.Equal(s[deepAt].T):
+				deep = true
+			case a.Start.Before(s[perDay].T):
+				early++
+			case !a.Start.Before(late):
+				lateBursts++
+			}
+		}
+		return early, lateBursts, deep, d.Stats("tpot_ms")
+	}
+	early, lateN, deep, st := run(DetectorOptions{})
+	if early < 2 || lateN != 0 || !deep || st.Routine < 10 {
+		t.Errorf("routine rule on: %d first-day alerts (want >= 2), %d alerts on days 5-8 (want 0), deep burst alerted %v (want true), %d routine excursions (want >= 10)",
+			early, lateN, deep, st.Routine)
+	}
+	_, lateOff, deepOff, _ := run(DetectorOptions{RoutinePerDay: -1})
+	if lateOff < 8 || !deepOff {
+		t.Errorf("routine rule off: %d alerts on days 5-8 (want >= 8), deep burst alerted %v", lateOff, deepOff)
+	}
+}

@@ -45,7 +45,8 @@
 // Detector.Observe takes points in time order per metric, judges each
 // against a model fitted on earlier points only, and raises an alert when
 // Consecutive (default 3) points in a row leave the band in the metric's
-// bad direction (metrics.Metric.Bad; Both means either way). The alert ends
+// bad direction (metrics.Metric.Bad; Both means either way, and a run that
+// swings from one side of the band to the other counts whole). The alert ends
 // after Clear (default 5) points in a row back inside. Two corrections use the
 // detector's own one-step-ahead errors, taken only while no alert is open:
 // the median error of the last LocalWindow (60) in-band points is added to
@@ -57,7 +58,11 @@
 // decays over several points, so a run of Consecutive points fires only
 // once its last point is EchoZ (2) conditional standard errors beyond the
 // decaying echo of its first, (z_k - rho^k z_0) / sqrt(1 - rho^2k); a
-// sustained shift passes at once or a point or two later.
+// sustained shift passes at once or a point or two later. Some series
+// leave their band routinely (a batch job's bursts several times a day):
+// a run no deeper, within the band's half-width, than excursions the
+// series made at least RoutinePerDay (2) times a day over the last week
+// does not alert, and a deeper one does; Stats.Routine counts them.
 //
 // Each series keeps History (14 days, at most MaxPoints = 40,320 points) of
 // past data. Models are refitted every hour (Refit), and while the history
