@@ -21,15 +21,23 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	fs := flag.NewFlagSet("detect", flag.ContinueOnError)
 	file := fs.String("csv", "", "CSV of timestamp,value with a header (default stdin)")
 	metric := fs.String("metric", "", "catalog id of the series, for its bad direction and unit (default: either direction, no unit)")
-	consecutive := fs.Int("consecutive", 3, "points in a row beyond the band to raise an alert")
+	consecutive := fs.Int("consecutive", 0, "points in a row beyond the band to raise an alert (default: as many as cover --for)")
+	forDur := fs.Duration("for", 3*time.Minute, "how long a run beyond the band must last to raise an alert, in points at the series' sampling interval and never fewer than two; --consecutive overrides it")
 	maxBytes := fs.Int64("max-bytes", forecast.MaxCSVBytes, "largest accepted input in bytes")
 	trace := fs.String("trace", "", "also write every judged point to this CSV file (timestamp,value,forecast,lower,upper,z), to see why a point did or did not alert")
 	events := fs.Bool("events", false, "also print when an alert ends and when a level shift is absorbed")
 	if err := parseFlags(fs, args, env, stderr); err != nil {
 		return err
 	}
-	if *consecutive < 1 || *consecutive > 1000 {
+	if *consecutive < 0 || *consecutive > 1000 {
 		return fmt.Errorf("%w: --consecutive must be 1..1000, got %d", errUsage, *consecutive)
+	}
+	if *forDur <= 0 || *forDur > 24*time.Hour {
+		return fmt.Errorf("%w: --for must be more than 0 and at most 24h, got %s", errUsage, *forDur)
+	}
+	opts := forecast.DetectorOptions{Consecutive: *consecutive}
+	if *consecutive == 0 {
+		opts.For = *forDur
 	}
 	id := *metric
 	if id != "" {
@@ -63,7 +71,7 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 		traceOut = bufio.NewWriter(f)
 		fmt.Fprintln(traceOut, "timestamp,value,forecast,lower,upper,z")
 	}
-	det := forecast.NewDetector(forecast.DetectorOptions{Consecutive: *consecutive})
+	det := forecast.NewDetector(opts)
 	fired := 0
 	for i, s := range samples {
 		if i%4096 == 0 {

@@ -50,10 +50,16 @@ func TestDetectCmd(t *testing.T) {
 		wantOut []string
 		wantErr string
 	}{
+		// By default a run must last 3 minutes: at 5-minute data, two
+		// points (never one).
 		{"alerts on the step with the inferred 5-minute interval", []string{"--csv", good, "--metric", "tpot_ms"}, noEnv,
+			[]string{stepAt.Add(5*time.Minute).Format(time.RFC3339) + " firing"}, ""},
+		{"a run of 15 minutes is three points", []string{"--csv", good, "--metric", "tpot_ms", "--for", "15m"}, noEnv,
+			[]string{stepAt.Add(10*time.Minute).Format(time.RFC3339) + " firing"}, ""},
+		{"--consecutive overrides --for", []string{"--csv", good, "--metric", "tpot_ms", "--for", "1h", "--consecutive", "3"}, noEnv,
 			[]string{stepAt.Add(10*time.Minute).Format(time.RFC3339) + " firing"}, ""},
 		{"with --events, also when the alert ends", []string{"--csv", good, "--metric", "tpot_ms", "--events"}, noEnv,
-			[]string{stepAt.Add(10*time.Minute).Format(time.RFC3339) + " firing", "resolved"}, ""},
+			[]string{stepAt.Add(5*time.Minute).Format(time.RFC3339) + " firing", "resolved"}, ""},
 		{"consecutive from the environment", []string{"--csv", good}, func(k string) string {
 			if k == "CASEBOOK_CONSECUTIVE" {
 				return "2"
@@ -62,6 +68,7 @@ func TestDetectCmd(t *testing.T) {
 		}, []string{stepAt.Add(5*time.Minute).Format(time.RFC3339) + " firing"}, ""},
 		{"a step in the good direction does not alert", []string{"--csv", good, "--metric", "throughput_rps"}, noEnv, nil, ""},
 		{"bad row", []string{"--csv", bad}, noEnv, nil, "line 3"},
+		{"bad --for", []string{"--csv", good, "--for", "0s"}, noEnv, nil, "--for must be"},
 		{"unknown metric", []string{"--csv", good, "--metric", "nope"}, noEnv, nil, "not a catalog id"},
 		{"missing file", []string{"--csv", filepath.Join(dir, "none.csv")}, noEnv, nil, "no such file"},
 	}

@@ -17,8 +17,14 @@ type DetectorOptions struct {
 	Scope metrics.Scope
 	// Consecutive is how many points in a row must leave the band in the
 	// bad direction to raise an alert (default 3: three minutes at
-	// 1-minute data).
+	// 1-minute data). For, when set, replaces it.
 	Consecutive int
+	// For, when positive, sets the run per series by time, like a
+	// Prometheus rule's "for": as many points in a row as cover For at
+	// the series' inferred sampling interval, and never fewer than two,
+	// since one sample alone may be an artefact of its collection (For
+	// 3m: three points at 1-minute data, two at 5-minute or hourly data).
+	For time.Duration
 	// EchoZ guards the Consecutive rule against autocorrelated noise: when
 	// recent one-step-ahead errors are correlated (lag-1 correlation rho),
 	// one large shock decays over several points, and a run only fires once
@@ -431,7 +437,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	if !st.firing {
 		switch {
 		case !bad:
-			if st.badRun >= d.opts.Consecutive {
+			if st.badRun >= d.need(st) {
 				d.noteExcursion(st, sec)
 			}
 			st.badRun = 0
@@ -447,7 +453,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 			st.badRun++
 			st.runPeak = math.Max(st.runPeak, depth)
 		}
-		if st.badRun >= d.opts.Consecutive && d.notEcho(st, z) && !d.isRoutine(st, sec, hw) {
+		if st.badRun >= d.need(st) && d.notEcho(st, z) && !d.isRoutine(st, sec, hw) {
 			st.firing, st.inRun = true, 0
 			return mk(Firing, st.badStart, st.alertDir, ""), true
 		}
@@ -465,6 +471,17 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 		return mk(Resolved, st.badStart, st.alertDir, ""), true
 	}
 	return Alert{}, false
+}
+
+// need is how many points in a row out of the band raise an alert on this
+// series: Consecutive, or with For set, the points that cover For (at
+// least two, fewer than ShiftPoints).
+func (d *Detector) need(st *seriesState) int {
+	if d.opts.For <= 0 || st.interval <= 0 {
+		return d.opts.Consecutive
+	}
+	n := int((int64(d.opts.For/time.Second) + st.interval - 1) / st.interval)
+	return min(max(n, 2), d.opts.ShiftPoints-1)
 }
 
 // routineWindow is how far back the routine rule looks.

@@ -548,3 +548,34 @@ func TestDetectorRoutineBursts(t *testing.T) {
 		t.Errorf("routine rule off: %d alerts on days 5-8 (want >= 8), deep burst alerted %v", lateOff, deepOff)
 	}
 }
+
+func TestDetectorForCoversDuration(t *testing.T) {
+	// With For = 3 minutes, a step fires after three points at 1-minute
+	// data and after two at 5-minute and hourly data; a lone far point
+	// never fires.
+	for _, tc := range []struct {
+		step time.Duration
+		want int // points of the step when it fires
+	}{{time.Minute, 3}, {5 * time.Minute, 2}, {time.Hour, 2}} {
+		n := int(3 * 24 * time.Hour / tc.step)
+		if n < 600 {
+			n = 600 // hourly data: 25 days, enough to fit
+		}
+		at := n - 40
+		s := gen(n, tc.step, 1, 5, func(time.Time) float64 { return 50 })
+		s[at-21].V, s[at-20].V, s[at-19].V = 50, 90, 50 // a lone spike
+		for i := at; i < at+10; i++ {
+			s[i].V += 40
+		}
+		var fired []Alert
+		for _, a := range feed(NewDetector(DetectorOptions{For: 3 * time.Minute}), "tpot_ms", s) {
+			if a.State == Firing && !a.Start.Before(s[at-25].T) {
+				fired = append(fired, a)
+			}
+		}
+		if len(fired) != 1 || !fired[0].Start.Equal(s[at].T) || !fired[0].At.Equal(s[at+tc.want-1].T) {
+			t.Errorf("step %s: alerts %v, want one starting %s firing at point %d of the step (%s)",
+				tc.step, fired, s[at].T, tc.want, s[at+tc.want-1].T)
+		}
+	}
+}

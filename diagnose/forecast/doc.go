@@ -46,7 +46,11 @@
 // against a model fitted on earlier points only, and raises an alert when
 // Consecutive (default 3) points in a row leave the band in the metric's
 // bad direction (metrics.Metric.Bad; Both means either way, and a run that
-// swings from one side of the band to the other counts whole). The alert ends
+// swings from one side of the band to the other counts whole). With For
+// set instead, the run is a duration, like a Prometheus rule's "for": as
+// many points as cover For at the series' own sampling interval, never
+// fewer than two (casebook detect uses For = 3 minutes, so 5-minute or
+// hourly data alert on two points). The alert ends
 // after Clear (default 5) points in a row back inside. Two corrections use the
 // detector's own one-step-ahead errors, taken only while no alert is open:
 // the median error of the last LocalWindow (60) in-band points is added to
