@@ -25,6 +25,8 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	forDur := fs.Duration("for", 3*time.Minute, "how long a run beyond the band must last to raise an alert, in points at the series' sampling interval and never fewer than two; --consecutive overrides it")
 	maxBytes := fs.Int64("max-bytes", forecast.MaxCSVBytes, "largest accepted input in bytes")
 	trace := fs.String("trace", "", "also write every judged point to this CSV file (timestamp,value,forecast,lower,upper,z), to see why a point did or did not alert")
+	windowsFile := fs.String("windows", "", "CSV of labelled anomaly windows (start,end with a header): also print how many the alerts detected, the median delay and the alerts outside every window")
+	warmup := fs.Float64("warmup", 0.15, "with --windows: share of the rows at the start, the detector's warm-up, whose alerts are not scored (0-0.9)")
 	events := fs.Bool("events", false, "also print when an alert ends and when a level shift is absorbed")
 	if err := parseFlags(fs, args, env, stderr); err != nil {
 		return err
@@ -34,6 +36,21 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	}
 	if *forDur <= 0 || *forDur > 24*time.Hour {
 		return fmt.Errorf("%w: --for must be more than 0 and at most 24h, got %s", errUsage, *forDur)
+	}
+	if *warmup < 0 || *warmup > 0.9 {
+		return fmt.Errorf("%w: --warmup must be 0..0.9, got %g", errUsage, *warmup)
+	}
+	var windows []forecast.Window
+	if *windowsFile != "" {
+		f, err := os.Open(*windowsFile)
+		if err != nil {
+			return fmt.Errorf("detect: --windows: %w", err)
+		}
+		windows, err = forecast.ReadWindows(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("detect: %s: %w", *windowsFile, err)
+		}
 	}
 	opts := forecast.DetectorOptions{Consecutive: *consecutive}
 	if *consecutive == 0 {
@@ -73,6 +90,7 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	}
 	det := forecast.NewDetector(opts)
 	fired := 0
+	var firedAt []time.Time
 	for i, s := range samples {
 		if i%4096 == 0 {
 			if err := ctx.Err(); err != nil {
@@ -90,6 +108,7 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 		}
 		if a.State == forecast.Firing {
 			fired++
+			firedAt = append(firedAt, a.At)
 		} else if !*events {
 			continue
 		}
@@ -110,6 +129,12 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 		len(samples), fired, det.Interval(id), st.NaN, st.OutOfOrder, st.Shifts, st.Routine)
 	if m := det.Model(id); m != nil {
 		fmt.Fprintf(stderr, "detect: last model: %s\n", m)
+	}
+	if windows != nil && len(samples) > 0 {
+		from := samples[int(*warmup*float64(len(samples)-1))].T
+		sc := forecast.ScoreWindows(firedAt, windows, from)
+		fmt.Fprintf(stdout, "windows detected %d/%d, median delay %s, alerts %d, outside every window %d (alerts before %s not scored)\n",
+			sc.Detected, sc.Windows, sc.MedianDelay(), sc.Alerts, sc.Outside, from.Format(time.RFC3339))
 	}
 	return nil
 }
