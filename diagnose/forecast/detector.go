@@ -484,17 +484,26 @@ func (d *Detector) need(st *seriesState) int {
 	return min(max(n, 2), d.opts.ShiftPoints-1)
 }
 
-// routineWindow is how far back the routine rule looks.
-const routineWindow = 7 * 86400
+// routineWindow is how far back the routine rule looks, and
+// maxExcursions how many excursions a series remembers at most: a series
+// that left its band more often than that in a week is routinely out of
+// it, and its latest excursions are enough to show so.
+const (
+	routineWindow = 7 * 86400
+	maxExcursions = 256
+)
 
 // noteExcursion records the run that just ended and forgets those older
-// than the routine window.
+// than the routine window or beyond maxExcursions.
 func (d *Detector) noteExcursion(st *seriesState, sec int64) {
 	keep := st.excursions[:0]
 	for _, e := range st.excursions {
 		if e.t >= sec-routineWindow {
 			keep = append(keep, e)
 		}
+	}
+	if len(keep) >= maxExcursions {
+		keep = append(keep[:0], keep[len(keep)-maxExcursions+1:]...)
 	}
 	st.excursions = append(keep, excursion{t: st.badStart, dir: st.alertDir, peak: st.runPeak})
 }
@@ -568,6 +577,7 @@ func (d *Detector) absorbShift(st *seriesState, sec int64, v float64) string {
 		}
 		st.hist, st.head, st.shifts = kept, 0, nil
 		st.local, st.calib, st.offset, st.inflate = ring{}, ring{}, 0, 1
+		st.excursions = nil // depths in the old unit
 		msg = fmt.Sprintf("scale change since %s: level %.6g -> %.6g (unit change?); forecast restarted from the new data",
 			start.Format(time.RFC3339), oldLevel, newLevel)
 	} else {

@@ -579,3 +579,24 @@ func TestDetectorForCoversDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestDetectorExcursionMemoryBounded(t *testing.T) {
+	d := NewDetector(DetectorOptions{})
+	st := d.newSeries("tpot_ms")
+	for i := 0; i < 3*maxExcursions; i++ {
+		st.badStart, st.runPeak = int64(i*60), float64(i)
+		d.noteExcursion(st, int64(i*60))
+	}
+	if len(st.excursions) != maxExcursions {
+		t.Fatalf("remembers %d excursions, want at most %d", len(st.excursions), maxExcursions)
+	}
+	if last := st.excursions[len(st.excursions)-1]; last.peak != float64(3*maxExcursions-1) {
+		t.Errorf("latest excursion lost: last kept has peak %g", last.peak)
+	}
+	// A week later the old ones are forgotten.
+	st.badStart = int64(3*maxExcursions*60 + 8*86400)
+	d.noteExcursion(st, st.badStart)
+	if len(st.excursions) != 1 {
+		t.Errorf("after a week, %d excursions remembered, want 1", len(st.excursions))
+	}
+}
