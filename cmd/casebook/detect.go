@@ -42,14 +42,9 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	}
 	var windows []forecast.Window
 	if *windowsFile != "" {
-		f, err := os.Open(*windowsFile)
-		if err != nil {
-			return fmt.Errorf("detect: --windows: %w", err)
-		}
-		windows, err = forecast.ReadWindows(f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("detect: %s: %w", *windowsFile, err)
+		var err error
+		if windows, err = readWindowsFile(*windowsFile); err != nil {
+			return err
 		}
 	}
 	opts := forecast.DetectorOptions{Consecutive: *consecutive}
@@ -78,14 +73,14 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	if err != nil {
 		return fmt.Errorf("detect: %s: %w", name, err)
 	}
+	var traceFile *os.File
 	var traceOut *bufio.Writer
 	if *trace != "" {
-		f, err := os.Create(*trace)
-		if err != nil {
+		if traceFile, err = os.Create(*trace); err != nil {
 			return fmt.Errorf("detect: --trace: %w", err)
 		}
-		defer f.Close()
-		traceOut = bufio.NewWriter(f)
+		defer traceFile.Close() // on early returns; closed and checked below
+		traceOut = bufio.NewWriter(traceFile)
 		fmt.Fprintln(traceOut, "timestamp,value,forecast,lower,upper,z")
 	}
 	det := forecast.NewDetector(opts)
@@ -123,6 +118,9 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 		if err := traceOut.Flush(); err != nil {
 			return fmt.Errorf("detect: --trace: %w", err)
 		}
+		if err := traceFile.Close(); err != nil {
+			return fmt.Errorf("detect: --trace: %w", err)
+		}
 	}
 	st := det.Stats(id)
 	fmt.Fprintf(stderr, "detect: %d rows, %d alerts, sampling interval %s, skipped %d NaN and %d duplicate or out-of-order rows, %d level shifts, %d routine excursions not alerted\n",
@@ -137,4 +135,18 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 			sc.Detected, sc.Windows, sc.MedianDelay(), sc.Alerts, sc.Outside, from.Format(time.RFC3339))
 	}
 	return nil
+}
+
+// readWindowsFile reads labelled anomaly windows for --windows.
+func readWindowsFile(path string) ([]forecast.Window, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("detect: --windows: %w", err)
+	}
+	defer f.Close()
+	w, err := forecast.ReadWindows(f)
+	if err != nil {
+		return nil, fmt.Errorf("detect: %s: %w", path, err)
+	}
+	return w, nil
 }
