@@ -66,18 +66,50 @@ func ReadCSV(r io.Reader, limit int64) ([]metrics.Sample, error) {
 	if limit <= 0 {
 		limit = MaxCSVBytes
 	}
+	var out []metrics.Sample
+	seen, err := readRows(r, limit, "csv", "timestamp,value", func(line int, ts, vs string) error {
+		t, err := ParseTime(ts)
+		if err != nil {
+			return fmt.Errorf("forecast: csv line %d: %w", line, err)
+		}
+		v := math.NaN()
+		if vs != "" && !strings.EqualFold(vs, "nan") && !strings.EqualFold(vs, "null") {
+			v, err = strconv.ParseFloat(vs, 64)
+			if err != nil {
+				return fmt.Errorf("forecast: csv line %d: value %q is not a number", line, clip(vs))
+			}
+		}
+		out = append(out, metrics.Sample{T: t, V: v})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !seen {
+		return nil, errors.New("forecast: csv is empty")
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].T.Before(out[j].T) })
+	return out, nil
+}
+
+// readRows reads at most limit bytes of comma-separated rows and calls row
+// with the first two fields of each (quotes trimmed; further fields are
+// ignored), skipping blank lines, "#" comments and a header: a first row
+// whose first field is not a time. kind and want name the input and its
+// columns in errors. It reports whether any row, the header included, was
+// there.
+func readRows(r io.Reader, limit int64, kind, want string, row func(line int, a, b string) error) (bool, error) {
 	data, err := io.ReadAll(io.LimitReader(r, limit+1))
 	if err != nil {
-		return nil, fmt.Errorf("forecast: read csv: %w", err)
+		return false, fmt.Errorf("forecast: read %s: %w", kind, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%w of %d bytes", ErrTooLarge, limit)
+		return false, fmt.Errorf("%w of %d bytes (%s)", ErrTooLarge, limit, kind)
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	var out []metrics.Sample
 	line := 0
-	header := false
+	seen := false
 	for sc.Scan() {
 		line++
 		text := strings.TrimSpace(strings.TrimPrefix(sc.Text(), "\ufeff"))
@@ -86,37 +118,24 @@ func ReadCSV(r io.Reader, limit int64) ([]metrics.Sample, error) {
 		}
 		fields := strings.Split(text, ",")
 		if len(fields) < 2 {
-			return nil, fmt.Errorf("forecast: csv line %d: want timestamp,value, got %q", line, clip(text))
+			return seen, fmt.Errorf("forecast: %s line %d: want %s, got %q", kind, line, want, clip(text))
 		}
-		ts := strings.Trim(strings.TrimSpace(fields[0]), `"`)
-		vs := strings.Trim(strings.TrimSpace(fields[1]), `"`)
-		if !header {
-			header = true
-			if _, err := ParseTime(ts); err != nil {
+		a := strings.Trim(strings.TrimSpace(fields[0]), `"`)
+		b := strings.Trim(strings.TrimSpace(fields[1]), `"`)
+		if !seen {
+			seen = true
+			if _, err := ParseTime(a); err != nil {
 				continue // the header line
 			}
 		}
-		t, err := ParseTime(ts)
-		if err != nil {
-			return nil, fmt.Errorf("forecast: csv line %d: %w", line, err)
+		if err := row(line, a, b); err != nil {
+			return seen, err
 		}
-		v := math.NaN()
-		if vs != "" && !strings.EqualFold(vs, "nan") && !strings.EqualFold(vs, "null") {
-			v, err = strconv.ParseFloat(vs, 64)
-			if err != nil {
-				return nil, fmt.Errorf("forecast: csv line %d: value %q is not a number", line, clip(vs))
-			}
-		}
-		out = append(out, metrics.Sample{T: t, V: v})
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("forecast: csv line %d: %w", line+1, err)
+		return seen, fmt.Errorf("forecast: %s line %d: %w", kind, line+1, err)
 	}
-	if !header {
-		return nil, errors.New("forecast: csv is empty")
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].T.Before(out[j].T) })
-	return out, nil
+	return seen, nil
 }
 
 func clip(s string) string {

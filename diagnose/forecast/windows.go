@@ -1,13 +1,10 @@
 package forecast
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -21,51 +18,25 @@ const MaxWindowsBytes = 1 << 20
 // comes before its start, or that cannot be read, is an error that names
 // its line.
 func ReadWindows(r io.Reader) ([]Window, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxWindowsBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("forecast: read windows: %w", err)
-	}
-	if len(data) > MaxWindowsBytes {
-		return nil, fmt.Errorf("%w of %d bytes (windows)", ErrTooLarge, MaxWindowsBytes)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
 	var out []Window
-	line := 0
-	header := false
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(strings.TrimPrefix(sc.Text(), "\ufeff"))
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		fields := strings.Split(text, ",")
-		if len(fields) < 2 {
-			return nil, fmt.Errorf("forecast: windows line %d: want start,end, got %q", line, clip(text))
-		}
-		a := strings.Trim(strings.TrimSpace(fields[0]), `"`)
-		b := strings.Trim(strings.TrimSpace(fields[1]), `"`)
-		if !header {
-			header = true
-			if _, err := ParseTime(a); err != nil {
-				continue // the header line
-			}
-		}
+	_, err := readRows(r, MaxWindowsBytes, "windows", "start,end", func(line int, a, b string) error {
 		start, err := ParseTime(a)
 		if err != nil {
-			return nil, fmt.Errorf("forecast: windows line %d: start: %w", line, err)
+			return fmt.Errorf("forecast: windows line %d: start: %w", line, err)
 		}
 		end, err := ParseTime(b)
 		if err != nil {
-			return nil, fmt.Errorf("forecast: windows line %d: end: %w", line, err)
+			return fmt.Errorf("forecast: windows line %d: end: %w", line, err)
 		}
 		if end.Before(start) {
-			return nil, fmt.Errorf("forecast: windows line %d: end %s is before start %s", line,
+			return fmt.Errorf("forecast: windows line %d: end %s is before start %s", line,
 				end.Format(time.RFC3339), start.Format(time.RFC3339))
 		}
 		out = append(out, Window{Start: start, End: end})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("forecast: windows line %d: %w", line+1, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, errors.New("forecast: windows file has no windows")
