@@ -127,22 +127,16 @@ func TestDetectTrace(t *testing.T) {
 	// Two days of a flat noisy series, then one point far off: the trace
 	// has a row per judged point, and the far point's row shows it
 	// beyond the band with a large z.
-	var b strings.Builder
-	b.WriteString("timestamp,value\n")
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	const n = 2 * 288
-	for i := 0; i < n; i++ {
-		v := 50 + 3*math.Sin(float64(i)*2.1)
-		if i == n-1 {
-			v = 500
-		}
-		fmt.Fprintf(&b, "%s,%.3f\n", start.Add(time.Duration(i)*5*time.Minute).Format(time.RFC3339), v)
-	}
 	dir := t.TempDir()
 	in, trace := filepath.Join(dir, "s.csv"), filepath.Join(dir, "trace.csv")
-	if err := os.WriteFile(in, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFiveMinuteCSV(t, in, start, n, func(i int, _ time.Time) float64 {
+		if i == n-1 {
+			return 500
+		}
+		return 50 + 3*math.Sin(float64(i)*2.1)
+	})
 	var out, errOut bytes.Buffer
 	if err := detectCmd(context.Background(), []string{"--csv", in, "--trace", trace}, func(string) string { return "" }, &out, &errOut); err != nil {
 		t.Fatal(err)
@@ -179,23 +173,17 @@ func TestDetectWindows(t *testing.T) {
 	// Three days of a noisy 5-minute series with two labelled hour-long
 	// steps on the last day; the second window is labelled but the
 	// series does nothing there, so one of two is detected.
-	var b strings.Builder
-	b.WriteString("timestamp,value\n")
 	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
 	stepAt := start.Add(2*24*time.Hour + 6*time.Hour)
-	for i := 0; i < 3*288; i++ {
-		at := start.Add(time.Duration(i) * 5 * time.Minute)
+	dir := t.TempDir()
+	in, win := filepath.Join(dir, "s.csv"), filepath.Join(dir, "w.csv")
+	writeFiveMinuteCSV(t, in, start, 3*288, func(i int, at time.Time) float64 {
 		v := 100 + 2*math.Sin(float64(i)*1.7)
 		if !at.Before(stepAt) && at.Before(stepAt.Add(time.Hour)) {
 			v += 40
 		}
-		fmt.Fprintf(&b, "%s,%.3f\n", at.Format(time.RFC3339), v)
-	}
-	dir := t.TempDir()
-	in, win := filepath.Join(dir, "s.csv"), filepath.Join(dir, "w.csv")
-	if err := os.WriteFile(in, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+		return v
+	})
 	labels := fmt.Sprintf("start,end\n%s,%s\n%s,%s\n",
 		stepAt.Add(-30*time.Minute).Format(time.RFC3339), stepAt.Add(time.Hour).Format(time.RFC3339),
 		stepAt.Add(6*time.Hour).Format(time.RFC3339), stepAt.Add(7*time.Hour).Format(time.RFC3339))
@@ -223,5 +211,20 @@ func TestDetectWindows(t *testing.T) {
 	err = detectCmd(context.Background(), []string{"--csv", in, "--windows", win, "--warmup", "1"}, noEnv, &out, &errOut)
 	if !errors.Is(err, errUsage) {
 		t.Errorf("--warmup 1: err = %v, want a usage error", err)
+	}
+}
+
+// writeFiveMinuteCSV writes n points of value at 5-minute steps from start
+// as a timestamp,value CSV.
+func writeFiveMinuteCSV(t *testing.T, path string, start time.Time, n int, value func(i int, at time.Time) float64) {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("timestamp,value\n")
+	for i := 0; i < n; i++ {
+		at := start.Add(time.Duration(i) * 5 * time.Minute)
+		fmt.Fprintf(&b, "%s,%.3f\n", at.Format(time.RFC3339), value(i, at))
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
