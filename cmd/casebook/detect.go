@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/casebook/casebook/diagnose/forecast"
@@ -25,7 +27,7 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	forDur := fs.Duration("for", 3*time.Minute, "how long a run beyond the band must last to raise an alert, in points at the series' sampling interval and never fewer than two; --consecutive overrides it")
 	maxBytes := fs.Int64("max-bytes", forecast.MaxCSVBytes, "largest accepted input in bytes")
 	trace := fs.String("trace", "", "also write every judged point to this CSV file (timestamp,value,forecast,lower,upper,z), to see why a point did or did not alert")
-	windowsFile := fs.String("windows", "", "CSV of labelled anomaly windows (start,end with a header): also print how many the alerts detected, the median delay and the alerts outside every window")
+	windowsFile := fs.String("windows", "", "labelled anomaly windows, a CSV of start,end with a header or a NAB-style JSON label file (its entry for the --csv file): also print how many the alerts detected, the median delay and the alerts outside every window")
 	warmup := fs.Float64("warmup", 0.15, "with --windows: share of the rows at the start, the detector's warm-up, whose alerts are not scored (0-0.9)")
 	events := fs.Bool("events", false, "also print when an alert ends and when a level shift is absorbed")
 	if err := parseFlags(fs, args, env, stderr); err != nil {
@@ -43,7 +45,7 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	var windows []forecast.Window
 	if *windowsFile != "" {
 		var err error
-		if windows, err = readWindowsFile(*windowsFile); err != nil {
+		if windows, err = readWindowsFile(*windowsFile, *file); err != nil {
 			return err
 		}
 	}
@@ -137,14 +139,23 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	return nil
 }
 
-// readWindowsFile reads labelled anomaly windows for --windows.
-func readWindowsFile(path string) ([]forecast.Window, error) {
+// readWindowsFile reads labelled anomaly windows for --windows: a CSV, or
+// a JSON label file's entry for the data file series.
+func readWindowsFile(path, series string) ([]forecast.Window, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("detect: --windows: %w", err)
 	}
 	defer f.Close()
-	w, err := forecast.ReadWindows(f)
+	var w []forecast.Window
+	if strings.HasSuffix(strings.ToLower(path), ".json") {
+		if series == "" || series == "-" {
+			return nil, fmt.Errorf("%w: --windows with a JSON label file needs --csv FILE to find its entry", errUsage)
+		}
+		w, err = forecast.ReadWindowsJSON(f, filepath.ToSlash(series))
+	} else {
+		w, err = forecast.ReadWindows(f)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("detect: %s: %w", path, err)
 	}

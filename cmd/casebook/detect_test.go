@@ -200,6 +200,30 @@ func TestDetectWindows(t *testing.T) {
 	if want := "windows detected 1/2, median delay 35m0s,"; !strings.Contains(out.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, out.String())
 	}
+	// The same windows in a NAB-style JSON label file, keyed by the data
+	// file's path under its data folder.
+	js := filepath.Join(dir, "labels.json")
+	entry := fmt.Sprintf(`{"other/x.csv": [], "series/s.csv": [[%q, %q], [%q, %q]]}`,
+		stepAt.Add(-30*time.Minute).Format("2006-01-02 15:04:05.000000"), stepAt.Add(time.Hour).Format("2006-01-02 15:04:05.000000"),
+		stepAt.Add(6*time.Hour).Format("2006-01-02 15:04:05.000000"), stepAt.Add(7*time.Hour).Format("2006-01-02 15:04:05.000000"))
+	if err := os.WriteFile(js, []byte(entry), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	nested := filepath.Join(dir, "series", "s.csv")
+	if err := os.MkdirAll(filepath.Dir(nested), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(in, nested); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := detectCmd(context.Background(), []string{"--csv", nested, "--metric", "tpot_ms", "--windows", js}, noEnv, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if want := "windows detected 1/2, median delay 35m0s,"; !strings.Contains(out.String(), want) {
+		t.Errorf("with JSON labels, output lacks %q:\n%s", want, out.String())
+	}
+	in = nested
 	bad := filepath.Join(dir, "bad.csv")
 	if err := os.WriteFile(bad, []byte("start,end\n2026-01-05 02:00:00,2026-01-05 01:00:00\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,10 +1,12 @@
 package forecast
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -40,6 +42,57 @@ func ReadWindows(r io.Reader) ([]Window, error) {
 	}
 	if len(out) == 0 {
 		return nil, errors.New("forecast: windows file has no windows")
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
+	return out, nil
+}
+
+// ReadWindowsJSON reads labelled windows in the layout of the Numenta
+// Anomaly Benchmark's label files, a JSON object from data file paths to
+// lists of [start, end] pairs, and returns those of the entry for the data
+// file at path: the key equals path, path ends with "/"+key (a key
+// relative to a data folder), or the key ends with "/"+path (a bare file
+// name); sorted by start. A file with no entry for name
+// is an error that says so; an entry with no windows is not.
+func ReadWindowsJSON(r io.Reader, path string) ([]Window, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxWindowsBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("forecast: read windows: %w", err)
+	}
+	if len(data) > MaxWindowsBytes {
+		return nil, fmt.Errorf("%w of %d bytes (windows)", ErrTooLarge, MaxWindowsBytes)
+	}
+	var all map[string][][]string
+	if err := json.Unmarshal(data, &all); err != nil {
+		return nil, fmt.Errorf("forecast: windows JSON: want an object of path: [[start, end], ...]: %w", err)
+	}
+	var key string
+	for k := range all {
+		match := k == path || strings.HasSuffix(path, "/"+k) || strings.HasSuffix(k, "/"+path)
+		if match && (key == "" || k < key) {
+			key = k
+		}
+	}
+	if key == "" {
+		return nil, fmt.Errorf("forecast: windows JSON has no entry for %q (%d entries)", path, len(all))
+	}
+	out := make([]Window, 0, len(all[key]))
+	for i, pair := range all[key] {
+		if len(pair) != 2 {
+			return nil, fmt.Errorf("forecast: windows JSON %s window %d: want [start, end], got %d values", key, i+1, len(pair))
+		}
+		start, err := ParseTime(pair[0])
+		if err != nil {
+			return nil, fmt.Errorf("forecast: windows JSON %s window %d: start: %w", key, i+1, err)
+		}
+		end, err := ParseTime(pair[1])
+		if err != nil {
+			return nil, fmt.Errorf("forecast: windows JSON %s window %d: end: %w", key, i+1, err)
+		}
+		if end.Before(start) {
+			return nil, fmt.Errorf("forecast: windows JSON %s window %d: end is before start", key, i+1)
+		}
+		out = append(out, Window{Start: start, End: end})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
 	return out, nil

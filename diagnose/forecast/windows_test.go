@@ -91,3 +91,65 @@ func TestScoreWindows(t *testing.T) {
 		t.Error("no detection: median delay should be 0")
 	}
 }
+
+func TestReadWindowsJSON(t *testing.T) {
+	const labels = `{
+ "realKnownCause/a.csv": [["2014-03-18 17:06:00.000000", "2014-03-19 04:16:00.000000"], ["2014-03-14 03:31:00.000000", "2014-03-14 14:41:00.000000"]],
+ "realTraffic/b.csv": [],
+ "other/bad.csv": [["2014-03-14 03:31:00"]],
+ "other/rev.csv": [["2014-03-14 03:31:00", "2014-03-13 03:31:00"]]
+}`
+	tests := []struct {
+		path    string
+		want    int
+		wantErr string
+	}{
+		{"/data/nab/realKnownCause/a.csv", 2, ""},
+		{"realKnownCause/a.csv", 2, ""},
+		{"a.csv", 2, ""},
+		{"b.csv", 0, ""},
+		{"c.csv", 0, `no entry for "c.csv"`},
+		{"bad.csv", 0, "window 1: want [start, end], got 1 values"},
+		{"rev.csv", 0, "window 1: end is before start"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.path, func(t *testing.T) {
+			got, err := ReadWindowsJSON(strings.NewReader(labels), tc.path)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tc.want {
+				t.Fatalf("got %d windows, want %d", len(got), tc.want)
+			}
+			if tc.want == 2 && !got[0].Start.Equal(time.Date(2014, 3, 14, 3, 31, 0, 0, time.UTC)) {
+				t.Errorf("first window starts %s, want the earlier one first", got[0].Start)
+			}
+		})
+	}
+	if _, err := ReadWindowsJSON(strings.NewReader(`[1, 2]`), "a.csv"); err == nil || !strings.Contains(err.Error(), "want an object") {
+		t.Errorf("not an object: err = %v", err)
+	}
+}
+
+func FuzzReadWindowsJSON(f *testing.F) {
+	f.Add(`{"d/a.csv": [["2014-03-14 03:31:00", "2014-03-14 14:41:00"]]}`, "a.csv")
+	f.Add(`{"a.csv": [[]]}`, "a.csv")
+	f.Add(`{}`, "")
+	f.Fuzz(func(t *testing.T, in, path string) {
+		got, err := ReadWindowsJSON(strings.NewReader(in), path)
+		if err != nil {
+			return
+		}
+		for i, w := range got {
+			if w.End.Before(w.Start) || i > 0 && w.Start.Before(got[i-1].Start) {
+				t.Fatalf("bad window %d: %v", i, got)
+			}
+		}
+	})
+}
