@@ -92,6 +92,19 @@ func ReadCSV(r io.Reader, limit int64) ([]metrics.Sample, error) {
 	return out, nil
 }
 
+// readLimited reads all of r, or fails with ErrTooLarge when r holds more
+// than limit bytes; kind names the input in errors.
+func readLimited(r io.Reader, limit int64, kind string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("forecast: read %s: %w", kind, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%w of %d bytes (%s)", ErrTooLarge, limit, kind)
+	}
+	return data, nil
+}
+
 // readRows reads at most limit bytes of comma-separated rows and calls row
 // with the first two fields of each (quotes trimmed; further fields are
 // ignored), skipping blank lines, "#" comments and a header: a first row
@@ -99,12 +112,9 @@ func ReadCSV(r io.Reader, limit int64) ([]metrics.Sample, error) {
 // columns in errors. It reports whether any row, the header included, was
 // there.
 func readRows(r io.Reader, limit int64, kind, want string, row func(line int, a, b string) error) (bool, error) {
-	data, err := io.ReadAll(io.LimitReader(r, limit+1))
+	data, err := readLimited(r, limit, kind)
 	if err != nil {
-		return false, fmt.Errorf("forecast: read %s: %w", kind, err)
-	}
-	if int64(len(data)) > limit {
-		return false, fmt.Errorf("%w of %d bytes (%s)", ErrTooLarge, limit, kind)
+		return false, err
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)

@@ -22,19 +22,11 @@ const MaxWindowsBytes = 1 << 20
 func ReadWindows(r io.Reader) ([]Window, error) {
 	var out []Window
 	_, err := readRows(r, MaxWindowsBytes, "windows", "start,end", func(line int, a, b string) error {
-		start, err := ParseTime(a)
+		w, err := parseWindow(a, b)
 		if err != nil {
-			return fmt.Errorf("forecast: windows line %d: start: %w", line, err)
+			return fmt.Errorf("forecast: windows line %d: %w", line, err)
 		}
-		end, err := ParseTime(b)
-		if err != nil {
-			return fmt.Errorf("forecast: windows line %d: end: %w", line, err)
-		}
-		if end.Before(start) {
-			return fmt.Errorf("forecast: windows line %d: end %s is before start %s", line,
-				end.Format(time.RFC3339), start.Format(time.RFC3339))
-		}
-		out = append(out, Window{Start: start, End: end})
+		out = append(out, w)
 		return nil
 	})
 	if err != nil {
@@ -43,8 +35,29 @@ func ReadWindows(r io.Reader) ([]Window, error) {
 	if len(out) == 0 {
 		return nil, errors.New("forecast: windows file has no windows")
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
+	sortWindows(out)
 	return out, nil
+}
+
+// parseWindow reads one window's start and end, which may not come before
+// its start.
+func parseWindow(a, b string) (Window, error) {
+	start, err := ParseTime(a)
+	if err != nil {
+		return Window{}, fmt.Errorf("start: %w", err)
+	}
+	end, err := ParseTime(b)
+	if err != nil {
+		return Window{}, fmt.Errorf("end: %w", err)
+	}
+	if end.Before(start) {
+		return Window{}, fmt.Errorf("end %s is before start %s", end.Format(time.RFC3339), start.Format(time.RFC3339))
+	}
+	return Window{Start: start, End: end}, nil
+}
+
+func sortWindows(w []Window) {
+	sort.SliceStable(w, func(i, j int) bool { return w[i].Start.Before(w[j].Start) })
 }
 
 // ReadWindowsJSON reads labelled windows in the layout of the Numenta
@@ -52,15 +65,12 @@ func ReadWindows(r io.Reader) ([]Window, error) {
 // lists of [start, end] pairs, and returns those of the entry for the data
 // file at path: the key equals path, path ends with "/"+key (a key
 // relative to a data folder), or the key ends with "/"+path (a bare file
-// name); sorted by start. A file with no entry for name
+// name); sorted by start. A file with no entry for path
 // is an error that says so; an entry with no windows is not.
 func ReadWindowsJSON(r io.Reader, path string) ([]Window, error) {
-	data, err := io.ReadAll(io.LimitReader(r, MaxWindowsBytes+1))
+	data, err := readLimited(r, MaxWindowsBytes, "windows")
 	if err != nil {
-		return nil, fmt.Errorf("forecast: read windows: %w", err)
-	}
-	if len(data) > MaxWindowsBytes {
-		return nil, fmt.Errorf("%w of %d bytes (windows)", ErrTooLarge, MaxWindowsBytes)
+		return nil, err
 	}
 	var all map[string][][]string
 	if err := json.Unmarshal(data, &all); err != nil {
@@ -81,20 +91,13 @@ func ReadWindowsJSON(r io.Reader, path string) ([]Window, error) {
 		if len(pair) != 2 {
 			return nil, fmt.Errorf("forecast: windows JSON %s window %d: want [start, end], got %d values", key, i+1, len(pair))
 		}
-		start, err := ParseTime(pair[0])
+		w, err := parseWindow(pair[0], pair[1])
 		if err != nil {
-			return nil, fmt.Errorf("forecast: windows JSON %s window %d: start: %w", key, i+1, err)
+			return nil, fmt.Errorf("forecast: windows JSON %s window %d: %w", key, i+1, err)
 		}
-		end, err := ParseTime(pair[1])
-		if err != nil {
-			return nil, fmt.Errorf("forecast: windows JSON %s window %d: end: %w", key, i+1, err)
-		}
-		if end.Before(start) {
-			return nil, fmt.Errorf("forecast: windows JSON %s window %d: end is before start", key, i+1)
-		}
-		out = append(out, Window{Start: start, End: end})
+		out = append(out, w)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
+	sortWindows(out)
 	return out, nil
 }
 

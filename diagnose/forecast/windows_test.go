@@ -110,7 +110,7 @@ func TestReadWindowsJSON(t *testing.T) {
 		{"b.csv", 0, ""},
 		{"c.csv", 0, `no entry for "c.csv"`},
 		{"bad.csv", 0, "window 1: want [start, end], got 1 values"},
-		{"rev.csv", 0, "window 1: end is before start"},
+		{"rev.csv", 0, "window 1: end 2014-03-13T03:31:00Z is before start 2014-03-14T03:31:00Z"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
