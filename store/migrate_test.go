@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -31,17 +32,7 @@ func TestMigrationUpgrade(t *testing.T) {
 	if err := old.apply(ctx, migs[0]); err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{
-		`INSERT INTO causes (id, title, builtin, created_at) VALUES ('queue_backlog', 'Queue backlog', 1, 0), ('none', 'No anomaly', 1, 0)`,
-		`INSERT INTO incidents (id, title, model, trigger_kind, opened_at, window_start, window_end) VALUES (1, 't', 'm', 'manual', 5, 0, 10)`,
-		`INSERT INTO diagnoses (id, incident_id, engine_version, created_at, root_cause, confidence, body) VALUES (7, 1, 'rules-0', 5, 'queue_backlog', 0.5, '{}')`,
-		`INSERT INTO labels (id, incident_id, diagnosis_id, verdict, true_cause, labeled_by, created_at) VALUES (3, 1, 7, 'wrong', 'none', 'ana', 6)`,
-		`UPDATE incidents SET diagnosis_id = 7, root_cause = 'queue_backlog', label_id = 3, verdict = 'wrong', true_cause = 'none', cause = 'none' WHERE id = 1`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	seedLabelledIncident(t, db, 5)
 	db.Close()
 
 	s, err := Open(ctx, path)
@@ -108,17 +99,7 @@ func TestMigrationCaseSignatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{
-		`INSERT INTO causes (id, title, builtin, created_at) VALUES ('queue_backlog', 'Queue backlog', 1, 0), ('none', 'No anomaly', 1, 0)`,
-		`INSERT INTO incidents (id, title, model, trigger_kind, opened_at, window_start, window_end) VALUES (1, 't', 'm', 'manual', 5000000000, 0, 10)`,
-		`INSERT INTO diagnoses (id, incident_id, engine_version, created_at, root_cause, confidence, body) VALUES (7, 1, 'rules-0', 5, 'queue_backlog', 0.5, '{}')`,
-		`INSERT INTO labels (id, incident_id, diagnosis_id, verdict, true_cause, labeled_by, created_at) VALUES (3, 1, 7, 'wrong', 'none', 'ana', 6)`,
-		`UPDATE incidents SET diagnosis_id = 7, root_cause = 'queue_backlog', label_id = 3, verdict = 'wrong', true_cause = 'none', cause = 'none' WHERE id = 1`,
-	} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-	}
+	seedLabelledIncident(t, db, 5000000000)
 	if _, err := db.ExecContext(ctx, `INSERT INTO incident_evidence (incident_id, snapshot, windows) VALUES (1, ?, x'')`, blob); err != nil {
 		t.Fatal(err)
 	}
@@ -163,5 +144,23 @@ func TestMigrationCaseSignatures(t *testing.T) {
 	var n int
 	if err := s.w.QueryRowContext(ctx, `SELECT count(*) FROM case_signatures`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("%d signature rows after deleting the incident (%v), want 0", n, err)
+	}
+}
+
+// seedLabelledIncident writes, in an old schema, incident 1 opened at
+// openedAt with diagnosis 7 (queue_backlog) and label 3 correcting it to
+// none, as the migrations under test find an archive.
+func seedLabelledIncident(t *testing.T, db *sql.DB, openedAt int64) {
+	t.Helper()
+	for _, q := range []string{
+		`INSERT INTO causes (id, title, builtin, created_at) VALUES ('queue_backlog', 'Queue backlog', 1, 0), ('none', 'No anomaly', 1, 0)`,
+		fmt.Sprintf(`INSERT INTO incidents (id, title, model, trigger_kind, opened_at, window_start, window_end) VALUES (1, 't', 'm', 'manual', %d, 0, 10)`, openedAt),
+		`INSERT INTO diagnoses (id, incident_id, engine_version, created_at, root_cause, confidence, body) VALUES (7, 1, 'rules-0', 5, 'queue_backlog', 0.5, '{}')`,
+		`INSERT INTO labels (id, incident_id, diagnosis_id, verdict, true_cause, labeled_by, created_at) VALUES (3, 1, 7, 'wrong', 'none', 'ana', 6)`,
+		`UPDATE incidents SET diagnosis_id = 7, root_cause = 'queue_backlog', label_id = 3, verdict = 'wrong', true_cause = 'none', cause = 'none' WHERE id = 1`,
+	} {
+		if _, err := db.ExecContext(context.Background(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
 	}
 }
