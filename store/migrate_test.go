@@ -21,17 +21,7 @@ func TestMigrationUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=on&_journal_mode=WAL&_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := &Store{w: db}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	if err := old.apply(ctx, migs[0]); err != nil {
-		t.Fatal(err)
-	}
+	db := oldArchive(t, path, migs[:1])
 	seedLabelledIncident(t, db, 5)
 	db.Close()
 
@@ -81,19 +71,7 @@ func TestMigrationCaseSignatures(t *testing.T) {
 	if len(migs) < 6 || migs[5].Version != 6 {
 		t.Fatalf("migration 6 missing: %d migrations", len(migs))
 	}
-	db, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=on&_journal_mode=WAL&_txlock=immediate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	old := &Store{w: db}
-	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range migs[:5] {
-		if err := old.apply(ctx, m); err != nil {
-			t.Fatalf("migration %d: %v", m.Version, err)
-		}
-	}
+	db := oldArchive(t, path, migs[:5])
 	snap := metrics.Snapshot{At: time.Unix(5, 0).UTC(), Scope: metrics.Scope{Model: "m"}, Current: metrics.Values{metrics.TTFT: 900}}
 	blob, err := packSnapshot(snap)
 	if err != nil {
@@ -163,4 +141,25 @@ func seedLabelledIncident(t *testing.T, db *sql.DB, openedAt int64) {
 			t.Fatalf("%s: %v", q, err)
 		}
 	}
+}
+
+// oldArchive creates the SQLite file at path with only the given
+// migrations applied, as an older Casebook left it.
+func oldArchive(t *testing.T, path string, migs []Migration) *sql.DB {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sql.Open("sqlite3", "file:"+path+"?_foreign_keys=on&_journal_mode=WAL&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := &Store{w: db}
+	if _, err := db.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migs {
+		if err := old.apply(ctx, m); err != nil {
+			t.Fatalf("migration %d: %v", m.Version, err)
+		}
+	}
+	return db
 }
