@@ -25,14 +25,8 @@ func TestMigrationUpgrade(t *testing.T) {
 	seedLabelledIncident(t, db, 5)
 	db.Close()
 
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatalf("upgrade: %v", err)
-	}
+	s := openUpgraded(t, path, migs)
 	defer s.Close()
-	if v, _ := s.SchemaVersion(ctx); v != migs[len(migs)-1].Version {
-		t.Errorf("schema version %d after upgrade, want %d", v, migs[len(migs)-1].Version)
-	}
 	// The version-1 database was kept before migrating.
 	baks, _ := filepath.Glob(path + ".v1-*.bak")
 	if len(baks) != 1 {
@@ -83,14 +77,8 @@ func TestMigrationCaseSignatures(t *testing.T) {
 	}
 	db.Close()
 
-	s, err := Open(ctx, path)
-	if err != nil {
-		t.Fatalf("upgrade: %v", err)
-	}
+	s := openUpgraded(t, path, migs)
 	defer s.Close()
-	if v, _ := s.SchemaVersion(ctx); v != migs[len(migs)-1].Version {
-		t.Errorf("schema version %d after upgrade, want %d", v, migs[len(migs)-1].Version)
-	}
 	each := func() []ReviewedCase {
 		var out []ReviewedCase
 		if err := s.EachReviewedCase(ctx, 1, func(c ReviewedCase) error {
@@ -162,4 +150,19 @@ func oldArchive(t *testing.T, path string, migs []Migration) *sql.DB {
 		}
 	}
 	return db
+}
+
+// openUpgraded opens the archive at path with the current code and checks
+// it reached the last migration.
+func openUpgraded(t *testing.T, path string, migs []Migration) *Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	if v, _ := s.SchemaVersion(ctx); v != migs[len(migs)-1].Version {
+		t.Errorf("schema version %d after upgrade, want %d", v, migs[len(migs)-1].Version)
+	}
+	return s
 }
