@@ -25,17 +25,8 @@ func TestReadWindows(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := ReadWindows(strings.NewReader(tc.in))
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
-				}
+			if !wantWindows(t, got, err, tc.want, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != tc.want {
-				t.Fatalf("got %d windows, want %d", len(got), tc.want)
 			}
 			for i := 1; i < len(got); i++ {
 				if got[i].Start.Before(got[i-1].Start) {
@@ -115,17 +106,8 @@ func TestReadWindowsJSON(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
 			got, err := ReadWindowsJSON(strings.NewReader(labels), tc.path)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want one containing %q", err, tc.wantErr)
-				}
+			if !wantWindows(t, got, err, tc.want, tc.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got) != tc.want {
-				t.Fatalf("got %d windows, want %d", len(got), tc.want)
 			}
 			if tc.want == 2 && !got[0].Start.Equal(time.Date(2014, 3, 14, 3, 31, 0, 0, time.UTC)) {
 				t.Errorf("first window starts %s, want the earlier one first", got[0].Start)
@@ -152,4 +134,23 @@ func FuzzReadWindowsJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+// wantWindows checks a read's result: an error containing wantErr when it
+// is set (and reports false: nothing more to check), else want windows.
+func wantWindows(t *testing.T, got []Window, err error, want int, wantErr string) bool {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("err = %v, want one containing %q", err, wantErr)
+		}
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != want {
+		t.Fatalf("got %d windows, want %d", len(got), want)
+	}
+	return true
 }
