@@ -50,16 +50,19 @@ func TestDetectCmd(t *testing.T) {
 		wantOut []string
 		wantErr string
 	}{
-		// By default a run must last 3 minutes: at 5-minute data, two
-		// points (never one).
+		// By default a run must last 3 minutes: at 5-minute data, one
+		// point spans it, and this step is deep enough to fire on its
+		// first point; with single-sample alerts off, two points.
 		{"alerts on the step with the inferred 5-minute interval", []string{"--csv", good, "--metric", "tpot_ms"}, noEnv,
+			[]string{stepAt.Format(time.RFC3339) + " firing"}, ""},
+		{"--single-z -1 needs two points at 5-minute data", []string{"--csv", good, "--metric", "tpot_ms", "--single-z", "-1"}, noEnv,
 			[]string{stepAt.Add(5*time.Minute).Format(time.RFC3339) + " firing"}, ""},
 		{"a run of 15 minutes is three points", []string{"--csv", good, "--metric", "tpot_ms", "--for", "15m"}, noEnv,
 			[]string{stepAt.Add(10*time.Minute).Format(time.RFC3339) + " firing"}, ""},
 		{"--consecutive overrides --for", []string{"--csv", good, "--metric", "tpot_ms", "--for", "1h", "--consecutive", "3"}, noEnv,
 			[]string{stepAt.Add(10*time.Minute).Format(time.RFC3339) + " firing"}, ""},
 		{"with --events, also when the alert ends", []string{"--csv", good, "--metric", "tpot_ms", "--events"}, noEnv,
-			[]string{stepAt.Add(5*time.Minute).Format(time.RFC3339) + " firing", "resolved"}, ""},
+			[]string{stepAt.Format(time.RFC3339) + " firing", "resolved"}, ""},
 		{"consecutive from the environment", []string{"--csv", good}, func(k string) string {
 			if k == "CASEBOOK_CONSECUTIVE" {
 				return "2"
@@ -69,6 +72,7 @@ func TestDetectCmd(t *testing.T) {
 		{"a step in the good direction does not alert", []string{"--csv", good, "--metric", "throughput_rps"}, noEnv, nil, ""},
 		{"bad row", []string{"--csv", bad}, noEnv, nil, "line 3"},
 		{"bad --for", []string{"--csv", good, "--for", "0s"}, noEnv, nil, "--for must be"},
+		{"bad --single-z", []string{"--csv", good, "--single-z", "-2"}, noEnv, nil, "--single-z must be"},
 		{"unknown metric", []string{"--csv", good, "--metric", "nope"}, noEnv, nil, "not a catalog id"},
 		{"missing file", []string{"--csv", filepath.Join(dir, "none.csv")}, noEnv, nil, "no such file"},
 	}
@@ -195,9 +199,9 @@ func TestDetectWindows(t *testing.T) {
 	if err := detectCmd(context.Background(), []string{"--csv", in, "--metric", "tpot_ms", "--windows", win}, noEnv, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	// Two points at 5-minute data: fired 5 minutes after the step, 35
+	// One deep point at 5-minute data: fired on the step, 30 minutes
 	// after the window's start.
-	if want := "windows detected 1/2, median delay 35m0s,"; !strings.Contains(out.String(), want) {
+	if want := "windows detected 1/2, median delay 30m0s,"; !strings.Contains(out.String(), want) {
 		t.Errorf("output lacks %q:\n%s", want, out.String())
 	}
 	// The same windows in a NAB-style JSON label file, keyed by the data
@@ -220,7 +224,7 @@ func TestDetectWindows(t *testing.T) {
 	if err := detectCmd(context.Background(), []string{"--csv", nested, "--metric", "tpot_ms", "--windows", js}, noEnv, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
-	if want := "windows detected 1/2, median delay 35m0s,"; !strings.Contains(out.String(), want) {
+	if want := "windows detected 1/2, median delay 30m0s,"; !strings.Contains(out.String(), want) {
 		t.Errorf("with JSON labels, output lacks %q:\n%s", want, out.String())
 	}
 	in = nested

@@ -23,8 +23,17 @@ type DetectorOptions struct {
 	// Prometheus rule's "for": as many points in a row as cover For at
 	// the series' inferred sampling interval, and never fewer than two,
 	// since one sample alone may be an artefact of its collection (For
-	// 3m: three points at 1-minute data, two at 5-minute or hourly data).
+	// 3m: three points at 1-minute data, two at 5-minute or hourly data),
+	// unless it is deep enough to stand alone (SingleZ).
 	For time.Duration
+	// SingleZ applies with For set, on a series sampled no more often
+	// than For: one sample then spans the whole of For, so it alerts
+	// alone when it is at least SingleZ standard errors out. The default
+	// is the depth as improbable, for normal noise, as three points in a
+	// row at the band's edge (the default run at 1-minute data): the z
+	// whose one-sided tail is that of the band's Z, cubed (5.85 at Z=3).
+	// Negative turns single-sample alerts off.
+	SingleZ float64
 	// EchoZ guards the Consecutive rule against autocorrelated noise: when
 	// recent one-step-ahead errors are correlated (lag-1 correlation rho),
 	// one large shock decays over several points, and a run only fires once
@@ -125,7 +134,18 @@ func (o DetectorOptions) withDefaults() DetectorOptions {
 	if o.Lookup == nil {
 		o.Lookup = metrics.Lookup
 	}
+	if o.SingleZ == 0 {
+		o.SingleZ = equalTailZ(o.Model.withDefaults().Z, 3)
+	}
 	return o
+}
+
+// equalTailZ is the z whose one-sided normal tail equals that of z, n
+// times over: the depth of one point as improbable as n independent
+// points at z.
+func equalTailZ(z float64, n int) float64 {
+	tail := math.Pow(0.5*math.Erfc(z/math.Sqrt2), float64(n))
+	return math.Sqrt2 * math.Erfcinv(2*tail)
 }
 
 // State is what an Alert reports.
@@ -453,7 +473,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 			st.badRun++
 			st.runPeak = math.Max(st.runPeak, depth)
 		}
-		if st.badRun >= d.need(st) && d.notEcho(st, z) && !d.isRoutine(st, sec, hw) {
+		if (st.badRun >= d.need(st) || d.spansFor(st, z)) && d.notEcho(st, z) && !d.isRoutine(st, sec, hw) {
 			st.firing, st.inRun = true, 0
 			return mk(Firing, st.badStart, st.alertDir, ""), true
 		}
@@ -482,6 +502,16 @@ func (d *Detector) need(st *seriesState) int {
 	}
 	n := int((int64(d.opts.For/time.Second) + st.interval - 1) / st.interval)
 	return min(max(n, 2), d.opts.ShiftPoints-1)
+}
+
+// spansFor reports whether the first point of a run may alert alone: with
+// For set, on a series sampled no more often than For, a point at least
+// SingleZ standard errors out (see DetectorOptions.SingleZ).
+func (d *Detector) spansFor(st *seriesState, z float64) bool {
+	if d.opts.For <= 0 || d.opts.SingleZ < 0 || st.badRun != 1 || st.interval < int64(d.opts.For/time.Second) {
+		return false
+	}
+	return math.Abs(z) >= d.opts.SingleZ
 }
 
 // routineWindow is how far back the routine rule looks, and

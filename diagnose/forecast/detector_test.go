@@ -551,7 +551,8 @@ func TestDetectorRoutineBursts(t *testing.T) {
 
 func TestDetectorForCoversDuration(t *testing.T) {
 	// With For = 3 minutes, a step fires after three points at 1-minute
-	// data and after two at 5-minute and hourly data; a lone far point
+	// data and after two at 5-minute and hourly data; with single-sample
+	// alerts off (see TestDetectorSingleSampleSpansFor), a lone far point
 	// never fires.
 	for _, tc := range []struct {
 		step time.Duration
@@ -568,7 +569,7 @@ func TestDetectorForCoversDuration(t *testing.T) {
 			s[i].V += 40
 		}
 		var fired []Alert
-		for _, a := range feed(NewDetector(DetectorOptions{For: 3 * time.Minute}), "tpot_ms", s) {
+		for _, a := range feed(NewDetector(DetectorOptions{For: 3 * time.Minute, SingleZ: -1}), "tpot_ms", s) {
 			if a.State == Firing && !a.Start.Before(s[at-25].T) {
 				fired = append(fired, a)
 			}
@@ -577,6 +578,48 @@ func TestDetectorForCoversDuration(t *testing.T) {
 			t.Errorf("step %s: alerts %v, want one starting %s firing at point %d of the step (%s)",
 				tc.step, fired, s[at].T, tc.want, s[at+tc.want-1].T)
 		}
+	}
+}
+
+func TestDetectorSingleSampleSpansFor(t *testing.T) {
+	// With For = 3 minutes, one 5-minute sample spans the whole of For: a
+	// lone point fires when it is SingleZ standard errors out, and not
+	// when it is only beyond the band. At 1-minute data, or with
+	// single-sample alerts off, the same far point does not fire.
+	const n, spikeAt = 3000, 3000 - 40
+	run := func(step time.Duration, spike float64, single float64) []Alert {
+		s := gen(n, step, 1, 7, func(time.Time) float64 { return 50 })
+		s[spikeAt].V = 50 + spike
+		var fired []Alert
+		for _, a := range feed(NewDetector(DetectorOptions{For: 3 * time.Minute, SingleZ: single}), "tpot_ms", s) {
+			if a.State == Firing && !a.Start.Before(s[spikeAt-5].T) {
+				fired = append(fired, a)
+			}
+		}
+		return fired
+	}
+	if got := run(5*time.Minute, 12, 0); len(got) != 1 || !got[0].At.Equal(got[0].Start) || got[0].Z < 10 {
+		t.Errorf("5-minute data, a 12-sigma point: alerts %v, want one firing on the point itself", got)
+	}
+	for _, tc := range []struct {
+		name   string
+		step   time.Duration
+		spike  float64
+		single float64
+	}{
+		{"5-minute data, a 4.5-sigma point", 5 * time.Minute, 4.5, 0},
+		{"1-minute data, a 12-sigma point", time.Minute, 12, 0},
+		{"5-minute data, single-sample alerts off", 5 * time.Minute, 12, -1},
+	} {
+		if got := run(tc.step, tc.spike, tc.single); len(got) != 0 {
+			t.Errorf("%s: alerts %v, want none", tc.name, got)
+		}
+	}
+	if z := equalTailZ(3, 3); math.Abs(z-5.85) > 0.01 {
+		t.Errorf("equalTailZ(3, 3) = %.3f, want 5.85", z)
+	}
+	if z := equalTailZ(3, 1); math.Abs(z-3) > 1e-9 {
+		t.Errorf("equalTailZ(3, 1) = %v, want 3", z)
 	}
 }
 

@@ -50,7 +50,10 @@
 // set instead, the run is a duration, like a Prometheus rule's "for": as
 // many points as cover For at the series' own sampling interval, never
 // fewer than two (casebook detect uses For = 3 minutes, so 5-minute or
-// hourly data alert on two points). The alert ends
+// hourly data alert on two points). Where one sample spans For, it
+// alerts alone when it is SingleZ standard errors out (default 5.85, as
+// improbable for normal noise as three points at the band's edge). The
+// alert ends
 // after Clear (default 5) points in a row back inside. Two corrections use the
 // detector's own one-step-ahead errors, taken only while no alert is open:
 // the median error of the last LocalWindow (60) in-band points is added to
