@@ -3,6 +3,7 @@ package forecast
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 	"sync"
 	"time"
@@ -80,7 +81,10 @@ type DetectorOptions struct {
 	// day, counting only days it has been observed, from the second day
 	// on) is doing what it routinely does, such as a batch job's bursts;
 	// such an excursion does not alert, and a deeper one still does
-	// (default 2; negative turns the rule off).
+	// (default 2; negative turns the rule off). So is one that recurs
+	// at the same time of day (within an hour) on at least half of the
+	// last seven days the series was observed, and on two at least, such
+	// as a nightly job the daily seasonality is too smooth to follow.
 	RoutinePerDay float64
 	// Model configures the fits. Its AbsFloor, when zero, comes from the
 	// metric's unit.
@@ -254,6 +258,7 @@ type seriesState struct {
 	excursions []excursion
 	runPeak    float64 // the current run's largest distance from the forecast
 	routine    bool    // the current run was found routine
+	qualified  bool    // the current run was long or deep enough to alert
 
 	// Local correction and calibration, fed while no alert is open.
 	local    ring // recent points
@@ -457,13 +462,13 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	if !st.firing {
 		switch {
 		case !bad:
-			if st.badRun >= d.need(st) {
+			if st.badRun > 0 && st.qualified {
 				d.noteExcursion(st, sec)
 			}
-			st.badRun = 0
+			st.badRun, st.qualified = 0, false
 		case st.badRun == 0:
 			st.badRun, st.badStart, st.alertDir, st.zFirst, st.swung = 1, sec, dirOf(side), z, false
-			st.runPeak, st.routine = depth, false
+			st.runPeak, st.routine, st.qualified = depth, false, false
 		default:
 			// Only a Both metric can be bad on either side; a run
 			// that swings across the band is still out of it.
@@ -473,7 +478,10 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 			st.badRun++
 			st.runPeak = math.Max(st.runPeak, depth)
 		}
-		if (st.badRun >= d.need(st) || d.spansFor(st, z)) && d.notEcho(st, z) && !d.isRoutine(st, sec, hw) {
+		if st.badRun >= d.need(st) || d.spansFor(st, z) {
+			st.qualified = true
+		}
+		if st.qualified && d.notEcho(st, z) && !d.isRoutine(st, sec, hw) {
 			st.firing, st.inRun = true, 0
 			return mk(Firing, st.badStart, st.alertDir, ""), true
 		}
@@ -519,9 +527,17 @@ func (d *Detector) spansFor(st *seriesState, z float64) bool {
 // that left its band more often than that in a week is routinely out of
 // it, and its latest excursions are enough to show so.
 const (
-	routineWindow = 7 * 86400
-	maxExcursions = 256
+	routineWindow  = 7 * 86400
+	maxExcursions  = 256
+	dailyTolerance = 3600 // seconds: how far from the time of day a daily excursion may recur
 )
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
 
 // noteExcursion records the run that just ended and forgets those older
 // than the routine window or beyond maxExcursions.
@@ -551,12 +567,21 @@ func (d *Detector) isRoutine(st *seriesState, sec int64, hw float64) bool {
 		return false
 	}
 	n := 0
+	var days uint8 // bit k-1: an alike excursion k days ago, within an hour of the time of day
 	for _, e := range st.excursions {
 		if e.t >= sec-routineWindow && e.peak >= st.runPeak-hw && (e.dir == st.alertDir || st.metric.Bad == metrics.Both) {
 			n++
+			age := st.badStart - e.t
+			k := (age + 43200) / 86400
+			if k >= 1 && k <= 7 && abs64(age-k*86400) <= dailyTolerance {
+				days |= 1 << (k - 1)
+			}
 		}
 	}
-	routine := float64(n) >= d.opts.RoutinePerDay*float64(span)/86400
+	observed := min(span/86400, 7)
+	daily := bits.OnesCount8(days)
+	routine := float64(n) >= d.opts.RoutinePerDay*float64(span)/86400 ||
+		daily >= 2 && int64(2*daily) >= observed
 	if routine && !st.routine {
 		st.stats.Routine++
 	}

@@ -549,6 +549,60 @@ func TestDetectorRoutineBursts(t *testing.T) {
 	}
 }
 
+func TestDetectorNightlyJob(t *testing.T) {
+	// Ten days of a flat 5-minute series with one spike a night at about
+	// 03:00 (within half an hour), a nightly job too narrow for the
+	// daily seasonality; with For = 3 minutes one deep 5-minute sample
+	// alerts alone. The first nights alert; once the spike has recurred
+	// at that time on two days and at least half of the days seen, it is
+	// routine. A like spike at 15:00 still alerts, and so does a nightly
+	// spike three times as deep. With the rule off, every night alerts.
+	const perDay = 288
+	rng := rand.New(rand.NewPCG(9, 9))
+	n := 10 * perDay
+	lift := make([]float64, n)
+	for day := 1; day < 10; day++ {
+		size := 30.0
+		if day == 9 {
+			size = 90
+		}
+		lift[day*perDay+30+rng.IntN(12)] = size // 02:30..03:25
+	}
+	afternoon := 8*perDay + 180 // 15:00 on day 8
+	lift[afternoon] = 30
+	s := gen(n, 5*time.Minute, 1, 5, func(time.Time) float64 { return 50 })
+	for i := range s {
+		s[i].V += lift[i]
+	}
+	run := func(opts DetectorOptions) (nights []int, afternoonFired bool) {
+		opts.For = 3 * time.Minute
+		for _, a := range feed(NewDetector(opts), "tpot_ms", s) {
+			if a.State != Firing {
+				continue
+			}
+			day := int(a.Start.Sub(s[0].T) / (24 * time.Hour))
+			if a.Start.Equal(s[afternoon].T) {
+				afternoonFired = true
+			} else {
+				nights = append(nights, day)
+			}
+		}
+		return nights, afternoonFired
+	}
+	nights, afternoonFired := run(DetectorOptions{})
+	if len(nights) < 2 || nights[0] != 1 || nights[len(nights)-1] != 9 || !afternoonFired {
+		t.Errorf("routine rule on: nightly alerts on days %v, want the first nights and the deep one on day 9; 15:00 spike alerted %v, want true", nights, afternoonFired)
+	}
+	for _, d := range nights {
+		if d >= 4 && d < 9 {
+			t.Errorf("routine rule on: the job alerted on day %d (all nights: %v), want it routine from day 4", d, nights)
+		}
+	}
+	if off, _ := run(DetectorOptions{RoutinePerDay: -1}); len(off) != 9 {
+		t.Errorf("routine rules off: nightly alerts on days %v, want all nine nights", off)
+	}
+}
+
 func TestDetectorForCoversDuration(t *testing.T) {
 	// With For = 3 minutes, a step fires after three points at 1-minute
 	// data and after two at 5-minute and hourly data; with single-sample

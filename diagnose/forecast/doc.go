@@ -68,8 +68,11 @@
 // sustained shift passes at once or a point or two later. Some series
 // leave their band routinely (a batch job's bursts several times a day):
 // a run no deeper, within the band's half-width, than excursions the
-// series made at least RoutinePerDay (2) times a day over the last week
-// does not alert, and a deeper one does; Stats.Routine counts them.
+// series made at least RoutinePerDay (2) times a day over the last week,
+// or at the same time of day (within an hour) on two days and at least
+// half of the last seven (a nightly job, too narrow for the Fourier
+// terms), does not alert, and a deeper one does; Stats.Routine counts
+// them.
 //
 // Each series keeps History (14 days, at most MaxPoints = 40,320 points) of
 // past data. Models are refitted every hour (Refit), and while the history
