@@ -556,8 +556,10 @@ func (d *Detector) noteExcursion(st *seriesState, sec int64) {
 
 // isRoutine reports whether the current run is no deeper than excursions
 // the series made at least RoutinePerDay times a day over the days of the
-// routine window it has been observed; depths within the band's
-// half-width hw of each other are alike. It counts each routine run once.
+// routine window it has been observed, or at the same time of day (within
+// dailyTolerance) on two days and at least half of those days; depths
+// within the band's half-width hw of each other are alike. It counts each
+// routine run once.
 func (d *Detector) isRoutine(st *seriesState, sec int64, hw float64) bool {
 	if d.opts.RoutinePerDay < 0 || len(st.hist) <= st.head {
 		return false
