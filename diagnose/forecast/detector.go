@@ -258,7 +258,6 @@ type seriesState struct {
 	excursions []excursion
 	runPeak    float64 // the current run's largest distance from the forecast
 	routine    bool    // the current run was found routine
-	qualified  bool    // the current run was long or deep enough to alert
 
 	// Local correction and calibration, fed while no alert is open.
 	local    ring // recent points
@@ -462,13 +461,13 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	if !st.firing {
 		switch {
 		case !bad:
-			if st.badRun > 0 && st.qualified {
+			if st.badRun > 0 && d.qualifies(st) {
 				d.noteExcursion(st, sec)
 			}
-			st.badRun, st.qualified = 0, false
+			st.badRun = 0
 		case st.badRun == 0:
 			st.badRun, st.badStart, st.alertDir, st.zFirst, st.swung = 1, sec, dirOf(side), z, false
-			st.runPeak, st.routine, st.qualified = depth, false, false
+			st.runPeak, st.routine = depth, false
 		default:
 			// Only a Both metric can be bad on either side; a run
 			// that swings across the band is still out of it.
@@ -478,10 +477,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 			st.badRun++
 			st.runPeak = math.Max(st.runPeak, depth)
 		}
-		if st.badRun >= d.need(st) || d.spansFor(st, z) {
-			st.qualified = true
-		}
-		if st.qualified && d.notEcho(st, z) && !d.isRoutine(st, sec, hw) {
+		if d.qualifies(st) && d.notEcho(st, z) && !d.isRoutine(st, sec, hw) {
 			st.firing, st.inRun = true, 0
 			return mk(Firing, st.badStart, st.alertDir, ""), true
 		}
@@ -512,14 +508,16 @@ func (d *Detector) need(st *seriesState) int {
 	return min(max(n, 2), d.opts.ShiftPoints-1)
 }
 
-// spansFor reports whether the first point of a run may alert alone: with
-// For set, on a series sampled no more often than For, a point at least
-// SingleZ standard errors out (see DetectorOptions.SingleZ).
-func (d *Detector) spansFor(st *seriesState, z float64) bool {
-	if d.opts.For <= 0 || d.opts.SingleZ < 0 || st.badRun != 1 || st.interval < int64(d.opts.For/time.Second) {
-		return false
+// qualifies reports whether the current run is long enough to alert, or
+// began with a point deep enough to alert alone: with For set, on a series
+// sampled no more often than For, one at least SingleZ standard errors out
+// (see DetectorOptions.SingleZ).
+func (d *Detector) qualifies(st *seriesState) bool {
+	if st.badRun >= d.need(st) {
+		return true
 	}
-	return math.Abs(z) >= d.opts.SingleZ
+	return st.badRun > 0 && d.opts.For > 0 && d.opts.SingleZ >= 0 && st.interval >= int64(d.opts.For/time.Second) &&
+		math.Abs(st.zFirst) >= d.opts.SingleZ
 }
 
 // routineWindow is how far back the routine rule looks, and
