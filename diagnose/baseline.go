@@ -2,6 +2,8 @@ package diagnose
 
 import (
 	"math"
+	"sort"
+	"time"
 
 	"github.com/casebook/casebook/internal/robust"
 	"github.com/casebook/casebook/metrics"
@@ -186,14 +188,55 @@ func deviation(x float64, st stats, bad metrics.Direction) Deviation {
 // outliers; the scale never drops below a per-metric floor. Ids with fewer
 // than three history points get their mean but a zero z and are never
 // anomalous.
+//
+// History points from the last RecentWindow before s.At are not part of
+// the baseline (see SplitRecent).
 func Deviations(s metrics.Snapshot) map[string]Deviation {
 	out, _ := deviationsAndCounts(s)
 	return out
 }
 
+// RecentWindow is how far before the snapshot's time a history point is
+// recent rather than baseline: a fault's first minutes would otherwise
+// pull the baseline towards the fault. The recent points tell the order
+// in which the metrics moved (see explain.go).
+const RecentWindow = 5 * time.Minute
+
+// SplitRecent returns s with only its baseline history (points older than
+// RecentWindow before s.At, and points with no time) and the recent
+// points, oldest first. A snapshot with no time has no recent points.
+func SplitRecent(s metrics.Snapshot) (metrics.Snapshot, []metrics.Point) {
+	if s.At.IsZero() {
+		return s, nil
+	}
+	cut := s.At.Add(-RecentWindow)
+	n := 0
+	for _, p := range s.History {
+		if !p.At.IsZero() && !p.At.Before(cut) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s, nil
+	}
+	base := make([]metrics.Point, 0, len(s.History)-n)
+	recent := make([]metrics.Point, 0, n)
+	for _, p := range s.History {
+		if !p.At.IsZero() && !p.At.Before(cut) {
+			recent = append(recent, p)
+		} else {
+			base = append(base, p)
+		}
+	}
+	sort.SliceStable(recent, func(i, j int) bool { return recent[i].At.Before(recent[j].At) })
+	s.History = base
+	return s, recent
+}
+
 // deviationsAndCounts is Deviations that also returns, per id present in
 // s.Current, how many history points carried it.
 func deviationsAndCounts(s metrics.Snapshot) (map[string]Deviation, map[string]int) {
+	s, _ = SplitRecent(s)
 	out := make(map[string]Deviation, len(s.Current))
 	counts := make(map[string]int, len(s.Current))
 	hist := make([]float64, 0, len(s.History))

@@ -11,10 +11,12 @@ import (
 )
 
 // snapWith builds a snapshot with one metric's history and current value.
+// snapWith builds a snapshot of one metric whose history ends at at-6m,
+// the last baseline minute.
 func snapWith(id string, hist []float64, cur float64) m.Snapshot {
 	s := m.Snapshot{At: testAt, Scope: m.Scope{Model: "x"}, Current: m.Values{id: cur}}
 	for i, x := range hist {
-		s.History = append(s.History, m.Point{At: testAt.Add(time.Duration(i-len(hist)) * time.Minute), Values: m.Values{id: x}})
+		s.History = append(s.History, m.Point{At: testAt.Add(time.Duration(i-len(hist)-5) * time.Minute), Values: m.Values{id: x}})
 	}
 	return s
 }
@@ -139,5 +141,33 @@ func TestFewerRequestsWidenPerRequestBaselines(t *testing.T) {
 	}
 	if !dq[m.SMUtil].Anomalous {
 		t.Errorf("SM activity is not a per-request average: z %.1f, want it unscaled and anomalous", dq[m.SMUtil].Z)
+	}
+}
+
+// TestSplitRecent: the last five minutes before the snapshot are recent
+// points, oldest first, and not part of the baseline; a history point
+// without a time, or a snapshot without one, stays baseline.
+func TestSplitRecent(t *testing.T) {
+	s := snapWith(m.TTFT, repeat(200, 60), 200)
+	for k := 5; k >= 1; k-- { // at-5m..at-1m, a fault's onset
+		s.History = append(s.History, m.Point{At: testAt.Add(-time.Duration(k) * time.Minute), Values: m.Values{m.TTFT: 900}})
+	}
+	s.History[0], s.History[len(s.History)-1] = s.History[len(s.History)-1], s.History[0] // out of order
+	s.History = append(s.History, m.Point{Values: m.Values{m.TTFT: 200}})
+	base, recent := SplitRecent(s)
+	if len(base.History) != 61 || len(recent) != 5 {
+		t.Fatalf("split %d + %d points, want 61 baseline and 5 recent", len(base.History), len(recent))
+	}
+	for i, p := range recent {
+		if want := testAt.Add(-time.Duration(5-i) * time.Minute); !p.At.Equal(want) {
+			t.Errorf("recent[%d] at %s, want %s", i, p.At, want)
+		}
+	}
+	if d := Deviations(s)[m.TTFT]; d.Mean != 200 {
+		t.Errorf("baseline mean %g: the recent 900s leaked into it", d.Mean)
+	}
+	s.At = time.Time{}
+	if base, recent := SplitRecent(s); len(recent) != 0 || len(base.History) != 66 {
+		t.Errorf("a snapshot without a time split into %d + %d points", len(base.History), len(recent))
 	}
 }

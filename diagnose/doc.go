@@ -4,9 +4,10 @@
 // The engine combines these pieces, all pure functions over metrics types:
 //
 //   - baseline: the deviation of every current value from the scope's own
-//     history (mean and standard deviation, with a median/MAD fallback and a
-//     floor on the scale so a flat history does not make every wiggle an
-//     anomaly);
+//     history less its last five minutes (RecentWindow), which may hold a
+//     fault's onset and serve to tell what moved first: mean and standard
+//     deviation, with a median/MAD fallback and a floor on the scale so a
+//     flat history does not make every wiggle an anomaly;
 //   - rules: one Rule per root cause in metrics.Causes, each reading absolute
 //     physics (saturation knees, TTFT/TPOT, queue share of E2E, gateway minus
 //     engine E2E, KV usage near 1, clocks against their baseline) together
@@ -46,8 +47,9 @@
 //   - explaining away (explain.go): when the rules' answer and their
 //     runner-up both show signs the other cause alone does not produce
 //     (judged against the labelled cases of each), the snapshot is read as
-//     two faults, and the one expressed more strongly against its own
-//     labelled cases is named, even if the other moves more metrics; and
+//     two faults, and the one that showed first in the snapshot's recent
+//     minutes is named (else the one expressed more strongly against its
+//     own labelled cases), even if the other moves more metrics; and
 //     where the rules say "none", a cause they considered is named when
 //     its signs together exceed those of 95% of the labelled healthy
 //     cases. The prototypes, signs and ranks are all learned from the

@@ -97,6 +97,7 @@ const (
 // fields, short history and extreme values give a weaker diagnosis, not an
 // error.
 func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
+	s, recent := SplitRecent(s)
 	base, counts := deviationsAndCounts(s)
 	in := Input{Snapshot: s, Baseline: base}
 	foot := footing(s, counts)
@@ -191,10 +192,11 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 		sig := signatureOf(s, base)
 		mt := e.cases.Match(sig, e.neighbours, s.At)
 		rulesCause := d.RootCause
-		if !e.explainAway(&d, sig) {
+		changed, order := e.explainAway(&d, sig, recentSignatures(s, recent))
+		if !changed {
 			e.nameMildFault(&d, sig)
 		}
-		if _, ok := e.fuseMatch(&d, mt); ok || d.RootCause != rulesCause {
+		if _, ok := e.fuseMatch(&d, mt, order); ok || d.RootCause != rulesCause {
 			d.Evidence = d.Evidence[:0]
 			d.Evidence = appendAnomalies(d.Evidence, s, base, anomalous)
 			d.CausalChain = chain(d.RootCause, base, isAnom)
@@ -225,7 +227,7 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 // outweigh a confident rule, and a split vote leaves the rule standing.
 // The cause with the highest fused score is named, at that score as its
 // confidence; it may be a cause no rule covers.
-func (e *Engine) fuseMatch(d *Diagnosis, mt Match) (string, bool) {
+func (e *Engine) fuseMatch(d *Diagnosis, mt Match, order *PairVerdict) (string, bool) {
 	for _, nb := range mt.Neighbours {
 		d.SimilarCases = append(d.SimilarCases, SimilarCase{ID: nb.ID, RootCause: nb.RootCause, Similarity: round3(nb.Similarity), Shared: nb.Shared})
 	}
@@ -277,6 +279,13 @@ func (e *Engine) fuseMatch(d *Diagnosis, mt Match) (string, bool) {
 			break
 		}
 		d.Candidates = append(d.Candidates, c)
+	}
+	if order != nil && best == order.Secondary && d.RootCause == order.Primary {
+		// The votes side with the fault that showed second: the louder
+		// one, which its single cases resemble. Onset order outranks
+		// resemblance.
+		d.Notes = append(d.Notes, fmt.Sprintf(noteOrderKept, causeTitle(best), causeTitle(d.RootCause)))
+		best, bestScore = d.RootCause, fused[d.RootCause]
 	}
 	if best == d.RootCause {
 		d.Confidence = round3(bestScore)

@@ -28,9 +28,23 @@ import (
 //   - B is present beside A when its expression exceeds what presenceQ of
 //     A's labelled cases show (A alone does not produce it), and the
 //     other way round. Only then is the snapshot read as two faults;
-//   - the primary fault is the one expressed more strongly against its own
-//     labelled cases: the rank of A's expression among A's cases, against
-//     the rank of B's among B's.
+//   - the primary fault is the one that showed first: the snapshot's
+//     recent minutes (history within RecentWindow of its time) are read
+//     one by one with the same presence tests, and a fault's onset is the
+//     first of them from which on it shows in every one. A fault persists
+//     and a one-minute blip does not, so a single noisy minute cannot
+//     claim the lead. The label of a two-fault incident is the fault that
+//     began it, and what began first is the cause engineers look for;
+//   - when both showed at the same minute, or the snapshot has no recent
+//     minutes, the primary is the one expressed more strongly against its
+//     own labelled cases: the rank of A's expression among A's cases,
+//     against the rank of B's among B's.
+//
+// Strength is tested against the rules' runner-up only; onset order, the
+// sharper test, against every rule candidate. An answer that onset order
+// decided is not overturned by similar cases voting for the fault that
+// showed second: single cases of the louder fault resemble the snapshot
+// most, which is the very confusion the order resolves.
 //
 // The same test separates a mild fault from the healthy state. When no
 // metric crossed the anomaly bar and the rules say "none", a cause the
@@ -57,6 +71,9 @@ type PairVerdict struct {
 	// PrimaryRank and SecondaryRank are each cause's expression as a rank
 	// (0-1) among the labelled cases of that cause.
 	PrimaryRank, SecondaryRank float64
+	// Earlier is true when the primary fault showed in an earlier recent
+	// point than the secondary, which then decided the order.
+	Earlier bool
 }
 
 // pairSigns are the weights of a's own signs against b: positive where a
@@ -93,6 +110,13 @@ func expression(c *code, w *[SigDim]float64) float64 {
 // fewer than minPairCases cases of either cause, or either fault is not
 // clearly present.
 func (kb *KnowledgeBase) ExplainPair(sig Signature, a, b string) (v PairVerdict, ok bool) {
+	return kb.explainPair(sig, nil, a, b)
+}
+
+// explainPair is ExplainPair with the signatures of the recent points,
+// oldest first: when one fault showed in an earlier point than the other,
+// it is the primary, whatever the strengths.
+func (kb *KnowledgeBase) explainPair(sig Signature, recent []Signature, a, b string) (v PairVerdict, ok bool) {
 	a, b = strings.TrimSpace(a), strings.TrimSpace(b)
 	if kb == nil || a == b {
 		return v, false
@@ -105,16 +129,30 @@ func (kb *KnowledgeBase) ExplainPair(sig Signature, a, b string) (v PairVerdict,
 		return v, false
 	}
 	wa, wb := pairSigns(&pa, &pb), pairSigns(&pb, &pa)
-	qa, qb := expression(&q, &wa), expression(&q, &wb)
-	// Is b beyond what a alone shows, and a beyond what b alone shows?
-	if kb.rankAmong(ia, &wb, qb) < presenceQ || kb.rankAmong(ib, &wa, qa) < presenceQ {
+	// Is a beyond what b alone shows, and b beyond what a alone shows?
+	aShows := func(c *code) bool { return kb.rankAmong(ib, &wa, expression(c, &wa)) >= presenceQ }
+	bShows := func(c *code) bool { return kb.rankAmong(ia, &wb, expression(c, &wb)) >= presenceQ }
+	if !aShows(&q) || !bShows(&q) {
 		return v, false
 	}
-	ra, rb := kb.rankAmong(ia, &wa, qa), kb.rankAmong(ib, &wb, qb)
-	if rb > ra {
-		return PairVerdict{Primary: b, Secondary: a, PrimaryRank: rb, SecondaryRank: ra}, true
+	ra, rb := kb.rankAmong(ia, &wa, expression(&q, &wa)), kb.rankAmong(ib, &wb, expression(&q, &wb))
+	// Each fault's onset is the first recent point from which on it
+	// shows in every point: a fault persists, a one-minute blip does not.
+	aFirst, bFirst := len(recent), len(recent)
+	aOn, bOn := true, true
+	for i := len(recent) - 1; i >= 0 && (aOn || bOn); i-- {
+		c := recent[i].encode()
+		if aOn = aOn && aShows(&c); aOn {
+			aFirst = i
+		}
+		if bOn = bOn && bShows(&c); bOn {
+			bFirst = i
+		}
 	}
-	return PairVerdict{Primary: a, Secondary: b, PrimaryRank: ra, SecondaryRank: rb}, true
+	if bFirst < aFirst || bFirst == aFirst && rb > ra {
+		return PairVerdict{Primary: b, Secondary: a, PrimaryRank: rb, SecondaryRank: ra, Earlier: bFirst < aFirst}, true
+	}
+	return PairVerdict{Primary: a, Secondary: b, PrimaryRank: ra, SecondaryRank: rb, Earlier: aFirst < bFirst}, true
 }
 
 // Presence is how far beyond the labelled cases of cause base the
@@ -238,33 +276,44 @@ func (kb *KnowledgeBase) account(ci uint16, i int, c *code, sign int64) {
 	kb.byCause[ci] = idx
 }
 
-// explainAway checks the rules' answer in d against its runner-up among
-// the rule candidates (ExplainPair) and names the runner-up when both
-// faults are present and it is the stronger. It reports whether it changed
-// the answer.
-func (e *Engine) explainAway(d *Diagnosis, sig Signature) bool {
+// explainAway checks the rules' answer in d against the other rule
+// candidates (explainPair) and names another cause when both faults are
+// present and it is the primary: against the runner-up, by onset order or
+// else by strength; against the others, only when it showed first, a
+// sharper test than strength that warrants looking past the runner-up.
+// It reports whether it changed the answer, and the verdict that onset
+// order decided, if any, which similar cases may not overturn.
+func (e *Engine) explainAway(d *Diagnosis, sig Signature, recent []Signature) (changed bool, order *PairVerdict) {
 	a := d.RootCause
 	if a == m.CauseNone || a == m.CauseUnknown {
-		return false
+		return false, nil
 	}
-	bi := -1
+	nth := 0
 	for i, c := range d.Candidates {
-		if c.Source == SourceRule && c.RootCause != a {
-			bi = i
-			break
+		if c.Source != SourceRule || c.RootCause == a {
+			continue
+		}
+		nth++
+		v, ok := e.cases.explainPair(sig, recent, a, c.RootCause)
+		if !ok {
+			continue
+		}
+		if v.Primary == c.RootCause && (nth == 1 || v.Earlier) {
+			b := c.RootCause
+			if v.Earlier {
+				d.Notes = append(d.Notes, fmt.Sprintf(noteShowedFirst, causeTitle(a), causeTitle(b), causeTitle(b), causeTitle(b), causeTitle(a)))
+				order = &v
+			} else {
+				d.Notes = append(d.Notes, fmt.Sprintf(noteExplained, causeTitle(a), causeTitle(b), causeTitle(b), 100*v.PrimaryRank, causeTitle(a), 100*v.SecondaryRank, causeTitle(b), causeTitle(a)))
+			}
+			promote(d, i)
+			return true, order
+		}
+		if v.Earlier && order == nil {
+			order = &v
 		}
 	}
-	if bi < 0 {
-		return false
-	}
-	b := d.Candidates[bi].RootCause
-	v, ok := e.cases.ExplainPair(sig, a, b)
-	if !ok || v.Primary != b {
-		return false
-	}
-	d.Notes = append(d.Notes, fmt.Sprintf(noteExplained, causeTitle(a), causeTitle(b), causeTitle(b), 100*v.PrimaryRank, causeTitle(a), 100*v.SecondaryRank, causeTitle(b), causeTitle(a)))
-	promote(d, bi)
-	return true
+	return false, order
 }
 
 // promote makes candidate i the diagnosis' root cause and moves it to the
@@ -299,4 +348,15 @@ func (e *Engine) nameMildFault(d *Diagnosis, sig Signature) bool {
 	d.Notes = append(d.Notes, fmt.Sprintf(noteMildFault, causeTitle(d.Candidates[bi].RootCause), 100*best))
 	promote(d, bi)
 	return true
+}
+
+// recentSignatures are the signatures of the recent points, each read as
+// the current values against the baseline history of s.
+func recentSignatures(s m.Snapshot, recent []m.Point) []Signature {
+	out := make([]Signature, len(recent))
+	for i, p := range recent {
+		ps := m.Snapshot{At: p.At, Scope: s.Scope, Current: p.Values, History: s.History}
+		out[i] = signatureOf(ps, Deviations(ps))
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
+	"time"
 
 	m "github.com/casebook/casebook/metrics"
 )
@@ -151,18 +152,7 @@ func TestExplainPair(t *testing.T) {
 // storm alone, keep the eviction.
 func TestEngineExplainsAway(t *testing.T) {
 	kv, errs := faults[m.CauseKVCacheEviction], faults[m.CauseEngineErrors]
-	kb := NewKnowledgeBase()
-	for i := 0; i < 40; i++ {
-		s := 0.25 + 0.75*float64(i)/40
-		for _, c := range []struct {
-			cause string
-			fault m.Values
-		}{{m.CauseKVCacheEviction, blend(s, kv)}, {m.CauseEngineErrors, blend(s, errs)}, {m.CauseNone, nil}} {
-			if err := kb.Add(LabelledCase{ID: fmt.Sprintf("%s-%d", c.cause, i), Snapshot: synth(int64(1000+i), c.fault), Cause: c.cause, Review: Truth}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	kb := stormAndErrorsKB(t)
 	rules := New(Options{})
 	// Ten close single-fault neighbours may still outvote the verdict (see
 	// fuseMatch); a prior that large leaves the vote no say, so the test
@@ -200,6 +190,112 @@ func TestEngineExplainsAway(t *testing.T) {
 			}
 			checkFinite(t, d)
 		})
+	}
+}
+
+// stormAndErrorsKB holds labelled eviction storms, engine error bursts and
+// healthy cases, the faults at every strength.
+func stormAndErrorsKB(t *testing.T) *KnowledgeBase {
+	t.Helper()
+	kv, errs := faults[m.CauseKVCacheEviction], faults[m.CauseEngineErrors]
+	kb := NewKnowledgeBase()
+	for i := 0; i < 40; i++ {
+		s := 0.25 + 0.75*float64(i)/40
+		for _, c := range []struct {
+			cause string
+			fault m.Values
+		}{{m.CauseKVCacheEviction, blend(s, kv)}, {m.CauseEngineErrors, blend(s, errs)}, {m.CauseNone, nil}} {
+			if err := kb.Add(LabelledCase{ID: fmt.Sprintf("%s-%d", c.cause, i), Snapshot: synth(int64(1000+i), c.fault), Cause: c.cause, Review: Truth}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return kb
+}
+
+// withOnset adds the five recent minutes to s: first began three minutes
+// before the snapshot (at-5m is still healthy), second in the last one.
+func withOnset(s m.Snapshot, seed int64, first, second m.Values) m.Snapshot {
+	rng := rand.New(rand.NewSource(seed))
+	for k := 5; k >= 1; k-- {
+		v := jitter(healthy(), rng, 0.03)
+		if k <= 3 {
+			v = overlay(v, first)
+		}
+		if k <= 1 {
+			v = overlay(v, second)
+		}
+		s.History = append(s.History, m.Point{At: s.At.Add(-time.Duration(k) * time.Minute), Values: v})
+	}
+	return s
+}
+
+// TestEngineOnsetOrder: when the recent minutes show which of two faults
+// began first, that one is named, whichever is stronger now: errors that
+// began first beside a strong storm, and a storm that began first beside
+// strong errors. Without the recent minutes the stronger one is named, as
+// in TestEngineExplainsAway.
+func TestEngineOnsetOrder(t *testing.T) {
+	kv, errs := faults[m.CauseKVCacheEviction], faults[m.CauseEngineErrors]
+	e := New(Options{Cases: stormAndErrorsKB(t), MatchPrior: 1e9})
+	showedFirst := func(d Diagnosis) bool {
+		for _, n := range d.Notes {
+			if strings.Contains(n, "showed first") {
+				return true
+			}
+		}
+		return false
+	}
+	tests := []struct {
+		name          string
+		first, second m.Values
+		want          string
+	}{
+		{"errors first, storm stronger", blend(0.3, errs), blend(1, kv), m.CauseEngineErrors},
+		{"storm first, errors stronger", blend(0.3, kv), blend(1, errs), m.CauseKVCacheEviction},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			now := synth(7, overlay(tc.first, tc.second))
+			if d := e.Diagnose(now); d.RootCause == tc.want {
+				t.Fatalf("without the recent minutes diagnosed %s already; the test needs strength to say otherwise", d.RootCause)
+			}
+			d := e.Diagnose(withOnset(now, 8, tc.first, tc.second))
+			if d.RootCause != tc.want {
+				t.Errorf("diagnosed %s, want %s (candidates %+v, notes %q)", d.RootCause, tc.want, d.Candidates, d.Notes)
+			}
+			if tc.want == m.CauseEngineErrors && !showedFirst(d) {
+				t.Errorf("notes %q do not say the errors showed first", d.Notes)
+			}
+			checkFinite(t, d)
+		})
+	}
+}
+
+// TestFuseMatchKeepsOnsetOrder: votes for the fault that showed second do
+// not overturn the one that showed first; votes for any other cause still
+// may.
+func TestFuseMatchKeepsOnsetOrder(t *testing.T) {
+	e := New(Options{})
+	order := &PairVerdict{Primary: m.CauseEngineErrors, Secondary: m.CauseKVCacheEviction, Earlier: true}
+	d0 := Diagnosis{RootCause: m.CauseEngineErrors, Confidence: 0.6, Candidates: []Candidate{
+		{RootCause: m.CauseEngineErrors, Score: 0.8, Source: SourceRule}, {RootCause: m.CauseKVCacheEviction, Score: 0.9, Source: SourceRule}}}
+	for _, tc := range []struct {
+		voted string
+		order *PairVerdict
+		want  string
+	}{
+		{m.CauseKVCacheEviction, order, m.CauseEngineErrors},
+		{m.CauseKVCacheEviction, nil, m.CauseKVCacheEviction},
+		{m.CauseQueueBacklog, order, m.CauseQueueBacklog},
+	} {
+		d := d0
+		d.Candidates = append([]Candidate(nil), d0.Candidates...)
+		mt := Match{Votes: map[string]float64{tc.voted: 1}, Support: 100}
+		e.fuseMatch(&d, mt, tc.order)
+		if d.RootCause != tc.want {
+			t.Errorf("votes for %s with order %v: named %s, want %s (notes %q)", tc.voted, tc.order != nil, d.RootCause, tc.want, d.Notes)
+		}
 	}
 }
 

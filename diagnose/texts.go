@@ -158,6 +158,15 @@ const noteOverturned = "Similar cases changed the answer from %s to %s: %d of th
 // a percentile of its own labelled cases.
 const noteExplained = "Two faults act at once: %s and %s. %s shows as strongly as the %.0fth percentile of its labelled cases, %s only as the %.0fth, so %s is named although %s moves more metrics."
 
+// noteShowedFirst explains a diagnosis where two faults act at once and
+// the recent minutes show which began first: both causes, then the first
+// one twice and the other.
+const noteShowedFirst = "Two faults act at once: %s and %s. %s showed first in the minutes before this snapshot and has shown ever since, so %s is named as the primary fault, although %s moves more metrics now."
+
+// noteOrderKept explains similar cases that would have named the fault
+// that showed second: their cause, the one kept.
+const noteOrderKept = "Similar cases point to %s, but %s showed first in the minutes before this snapshot, so it stays the primary fault."
+
 // noteMildFault explains a mild fault named where the rules saw none: the
 // cause and the share of labelled healthy cases whose signs it exceeds.
 const noteMildFault = "No metric crossed the anomaly bar on its own, but together the signs of %s exceed those of %.0f%% of the labelled healthy cases."

@@ -197,12 +197,12 @@ func TestSnapshotDropsNonFinite(t *testing.T) {
 	if _, ok := snap.Current[metrics.TTFT]; ok {
 		t.Errorf("ttft present over a silent window: %g", snap.Current[metrics.TTFT])
 	}
-	// The scraped minute sits in the history window: [at+10m-65m, at+10m-6m].
+	// The scraped minute sits in the history window: [at+10m-65m, at+10m-1m].
 	if len(snap.History) == 0 {
 		t.Fatal("history is empty although the scraped minute is inside it")
 	}
 	for _, p := range snap.History {
-		if p.At.Before(at.Add(10*time.Minute-65*time.Minute)) || p.At.After(at.Add(10*time.Minute-6*time.Minute)) {
+		if p.At.Before(at.Add(10*time.Minute-65*time.Minute)) || p.At.After(at.Add(10*time.Minute-time.Minute)) {
 			t.Errorf("history point at %s outside the window", p.At)
 		}
 	}

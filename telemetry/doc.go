@@ -76,8 +76,9 @@
 // # Snapshots
 //
 // Snapshot follows the contract in DESIGN.md: current holds every catalog
-// metric at the instant, history 60 points at a 1-minute step over
-// [at-65m, at-6m]. Values that are not finite (a ratio over an idle minute)
+// metric at the instant, history 65 points at a 1-minute step over
+// [at-65m, at-1m]: an hour of baseline and the five minutes before the
+// current one, which show what moved first. Values that are not finite (a ratio over an idle minute)
 // are dropped so the field is missing rather than wrong; small overshoots of
 // a metric's bounds from rate extrapolation are clamped, large ones dropped.
 //

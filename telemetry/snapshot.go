@@ -11,20 +11,23 @@ import (
 	"github.com/casebook/casebook/metrics"
 )
 
-// Snapshot history convention (DESIGN.md): 60 points at a 1-minute step
-// over [at-65m, at-6m].
+// Snapshot history convention: 65 points at a 1-minute step over
+// [at-65m, at-1m]. The diagnosis takes the hour up to at-6m as the
+// baseline and the last five minutes as the recent points that show which
+// metric moved first (diagnose.RecentWindow).
 const (
-	historyPoints = 60
+	historyPoints = 65
 	historyStep   = time.Minute
-	historyGap    = 6 * time.Minute
+	historyGap    = time.Minute
 )
 
 // queryParallelism bounds the catalog queries in flight for one request.
 const queryParallelism = 4
 
 // Snapshot captures the state of scope at `at`: every catalog metric's
-// current value (over the last minute where live data is dense) and an
-// hour of 1-minute history before it, leaving out the last five minutes.
+// current value (over the last minute where live data is dense) and 65
+// minutes of 1-minute history before it: an hour of baseline and the five
+// minutes before the current one.
 // Values that are not finite (a ratio over an idle minute) are left out,
 // so the field is missing rather than wrong. It fails only when no metric
 // could be queried at all.

@@ -278,8 +278,9 @@ func (t *Telemetry) windowMean(vs []float64, from, to time.Time) float64 {
 	return sum / float64(n)
 }
 
-// Snapshot implements handlers.Telemetry with the agreed history
-// convention: 60 one-minute points over [at-65m, at-6m].
+// Snapshot implements handlers.Telemetry with the baseline hour of the
+// history convention: 60 one-minute points over [at-65m, at-6m], without
+// the recent minutes.
 func (t *Telemetry) Snapshot(ctx context.Context, s metrics.Scope, at time.Time) (metrics.Snapshot, error) {
 	if t.Err != nil {
 		return metrics.Snapshot{}, t.Err

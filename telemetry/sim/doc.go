@@ -123,10 +123,11 @@
 //
 // Scenarios runs the same engine model for each case and computes every
 // catalog value from the simulated exposition the way the catalog's PromQL
-// does, with the snapshot history convention (60 one-minute points covering
-// at-65m..at-6m). The labelled fault starts 1.5 to 5 minutes before the
-// case's time, so the history is free of it; a second fault, in about 10%
-// of cases, starts after it and never one that would swamp its signature
+// does, with the snapshot history convention (65 one-minute points covering
+// at-65m..at-1m). The labelled fault starts 1.5 to 5 minutes before the
+// case's time, so the baseline hour (to at-6m) is free of it and the last
+// five points show its onset; a second fault, in about 10% of cases,
+// starts after it and never one that would swamp its signature
 // (a surge on top of traffic routed away). TPOT is read from the
 // per-request histogram, so E2E = TTFT + TPOT x (tokens-1) holds over a
 // minute's means.

@@ -184,7 +184,7 @@ func scenario(seed int64, i int) metrics.Case {
 	cs.Scope = scope
 	n := len(caps)
 	cs.Current = drop(catalogValues(caps[n-2], caps[n-1], !p.noProf))
-	for k := 1; k <= 60; k++ { // points at at-65m .. at-6m
+	for k := 1; k <= 65; k++ { // points at at-65m .. at-1m
 		cs.History = append(cs.History, metrics.Point{
 			At:     p.at.Add(time.Duration(k-66) * time.Minute),
 			Values: drop(catalogValues(caps[k-1], caps[k], !p.noProf)),

@@ -52,12 +52,12 @@ func TestScenariosDeterministicAndCovering(t *testing.T) {
 		if _, err := metrics.DecodeCase(line); err != nil {
 			t.Errorf("case %d (%s) breaks the contract: %v", i, c.Label, err)
 		}
-		if len(c.History) != 60 {
-			t.Errorf("case %d: %d history points, want 60", i, len(c.History))
+		if len(c.History) != 65 {
+			t.Errorf("case %d: %d history points, want 65", i, len(c.History))
 			continue
 		}
-		if first, last := c.History[0].At, c.History[59].At; !first.Equal(c.At.Add(-65*time.Minute)) || !last.Equal(c.At.Add(-6*time.Minute)) {
-			t.Errorf("case %d: history spans %s..%s, want at-65m..at-6m", i, first, last)
+		if first, last := c.History[0].At, c.History[64].At; !first.Equal(c.At.Add(-65*time.Minute)) || !last.Equal(c.At.Add(-time.Minute)) {
+			t.Errorf("case %d: history spans %s..%s, want at-65m..at-1m", i, first, last)
 		}
 		for _, id := range []string{metrics.E2E, metrics.TTFT, metrics.TPOT, metrics.ThroughputRPS, metrics.SMUtil, metrics.KVCacheUsage} {
 			if _, ok := c.Current.Get(id); !ok {
