@@ -192,7 +192,7 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 		sig := signatureOf(s, base)
 		mt := e.cases.Match(sig, e.neighbours, s.At)
 		rulesCause := d.RootCause
-		changed, order := e.explainAway(&d, sig, recentSignatures(s, recent))
+		changed, order := e.explainAway(&d, sig, s, recent)
 		if !changed {
 			e.nameMildFault(&d, sig)
 		}

@@ -276,18 +276,22 @@ func (kb *KnowledgeBase) account(ci uint16, i int, c *code, sign int64) {
 	kb.byCause[ci] = idx
 }
 
-// explainAway checks the rules' answer in d against the other rule
-// candidates (explainPair) and names another cause when both faults are
+// explainAway checks the rules' answer in d (for snapshot s, its baseline
+// history, and the recent points) against the other rule candidates
+// (explainPair) and names another cause when both faults are
 // present and it is the primary: against the runner-up, by onset order or
 // else by strength; against the others, only when it showed first, a
 // sharper test than strength that warrants looking past the runner-up.
 // It reports whether it changed the answer, and the verdict that onset
 // order decided, if any, which similar cases may not overturn.
-func (e *Engine) explainAway(d *Diagnosis, sig Signature, recent []Signature) (changed bool, order *PairVerdict) {
+func (e *Engine) explainAway(d *Diagnosis, sig Signature, s m.Snapshot, recentPoints []m.Point) (changed bool, order *PairVerdict) {
 	a := d.RootCause
 	if a == m.CauseNone || a == m.CauseUnknown {
 		return false, nil
 	}
+	// Only a diagnosis with a cause to weigh pays for reading the recent
+	// points.
+	recent := recentSignatures(s, recentPoints)
 	nth := 0
 	for i, c := range d.Candidates {
 		if c.Source != SourceRule || c.RootCause == a {
