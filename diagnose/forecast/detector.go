@@ -76,8 +76,9 @@ type DetectorOptions struct {
 	// standard error, the band widens by the ratio, up to 4 times
 	// (default 1440; negative turns calibration off).
 	CalibrationWindow int
-	// RoutinePerDay: a series that made excursions at least as deep, in
-	// the same direction, this often over the last week (on average per
+	// RoutinePerDay: a series that made excursions at least as deep (less
+	// the band's half-width, or the spread of its excursions' depths when
+	// wider), in the same direction, this often over the last week (on average per
 	// day, counting only days it has been observed, from the second day
 	// on) is doing what it routinely does, such as a batch job's bursts;
 	// such an excursion does not alert, and a deeper one still does
@@ -555,9 +556,12 @@ func (d *Detector) noteExcursion(st *seriesState, sec int64) {
 // isRoutine reports whether the current run is no deeper than excursions
 // the series made at least RoutinePerDay times a day over the days of the
 // routine window it has been observed, or at the same time of day (within
-// dailyTolerance) on two days and at least half of those days; depths
-// within the band's half-width hw of each other are alike. It counts each
-// routine run once.
+// dailyTolerance) on two days and at least half of those days. Depths are
+// alike within the band's half-width hw, or within the spread of the
+// series' own excursion depths when that is wider: bursts of a heavy-tailed
+// series (bytes written, requests queued) vary far more from one to the
+// next than the band is wide, and a burst is no news for being a little
+// deeper than the last few. It counts each routine run once.
 func (d *Detector) isRoutine(st *seriesState, sec int64, hw float64) bool {
 	if d.opts.RoutinePerDay < 0 || len(st.hist) <= st.head {
 		return false
@@ -566,10 +570,11 @@ func (d *Detector) isRoutine(st *seriesState, sec int64, hw float64) bool {
 	if span < 86400 {
 		return false
 	}
+	tol := math.Max(hw, st.depthSpread(sec))
 	n := 0
 	var days uint8 // bit k-1: an alike excursion k days ago, within an hour of the time of day
 	for _, e := range st.excursions {
-		if e.t >= sec-routineWindow && e.peak >= st.runPeak-hw && (e.dir == st.alertDir || st.metric.Bad == metrics.Both) {
+		if e.t >= sec-routineWindow && e.peak >= st.runPeak-tol && st.sameSide(e) {
 			n++
 			age := st.badStart - e.t
 			k := (age + 43200) / 86400
@@ -587,6 +592,27 @@ func (d *Detector) isRoutine(st *seriesState, sec int64, hw float64) bool {
 	}
 	st.routine = routine
 	return routine
+}
+
+// sameSide reports whether excursion e left the band on the current
+// run's side (either side, for a metric bad both ways).
+func (st *seriesState) sameSide(e excursion) bool {
+	return e.dir == st.alertDir || st.metric.Bad == metrics.Both
+}
+
+// depthSpread is the robust spread of the depths of the excursions on the
+// current run's side within the routine window, 0 with fewer than three.
+func (st *seriesState) depthSpread(sec int64) float64 {
+	var peaks []float64
+	for _, e := range st.excursions {
+		if e.t >= sec-routineWindow && st.sameSide(e) {
+			peaks = append(peaks, e.peak)
+		}
+	}
+	if len(peaks) < 3 {
+		return 0
+	}
+	return robustScale(peaks, median(peaks))
 }
 
 func dirOf(side int) metrics.Direction {

@@ -603,6 +603,52 @@ func TestDetectorNightlyJob(t *testing.T) {
 	}
 }
 
+func TestDetectorHeavyTailedBursts(t *testing.T) {
+	// Ten days of a flat 5-minute series with a burst every three hours
+	// at a random minute, its depth anywhere from 20 to 120 noise
+	// standard deviations: a batch writer whose bursts vary far more
+	// from one to the next than the band is wide. Once a week of such
+	// bursts is behind it, a burst within their spread is routine
+	// (judged by the band's width alone, most deep ones would keep
+	// alerting, each deeper than nearly every earlier one). A burst
+	// three times the deepest still alerts, and with the routine rules
+	// off the bursts alert all along.
+	const perDay = 288
+	rng := rand.New(rand.NewPCG(4, 4))
+	n := 10 * perDay
+	lift := make([]float64, n)
+	for start := 0; start+36 <= n; start += 36 { // every 3 hours
+		lift[start+rng.IntN(36)] = 20 + 100*rng.Float64()
+	}
+	deep := 9*perDay + 100
+	lift[deep] = 360
+	s := gen(n, 5*time.Minute, 1, 5, func(time.Time) float64 { return 50 })
+	for i := range s {
+		s[i].V += lift[i]
+	}
+	lateAlerts := func(opts DetectorOptions) (n int, deepFired bool) {
+		opts.For = 3 * time.Minute
+		for _, a := range feed(NewDetector(opts), "tpot_ms", s) {
+			switch {
+			case a.State != Firing:
+			case a.Start.Equal(s[deep].T):
+				deepFired = true
+			case a.Start.After(s[8*perDay].T):
+				n++
+			}
+		}
+		return n, deepFired
+	}
+	on, deepFired := lateAlerts(DetectorOptions{})
+	off, _ := lateAlerts(DetectorOptions{RoutinePerDay: -1})
+	if !deepFired {
+		t.Error("a burst three times the deepest did not alert")
+	}
+	if on > 1 || off < 10 {
+		t.Errorf("bursts alerting on the last two days: %d with the routine rules, %d without; want at most 1 and at least 10", on, off)
+	}
+}
+
 func TestDetectorForCoversDuration(t *testing.T) {
 	// With For = 3 minutes, a step fires after three points at 1-minute
 	// data and after two at 5-minute and hourly data; with single-sample
