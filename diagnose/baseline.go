@@ -237,23 +237,50 @@ func SplitRecent(s metrics.Snapshot) (metrics.Snapshot, []metrics.Point) {
 // s.Current, how many history points carried it.
 func deviationsAndCounts(s metrics.Snapshot) (map[string]Deviation, map[string]int) {
 	s, _ = SplitRecent(s)
-	out := make(map[string]Deviation, len(s.Current))
-	counts := make(map[string]int, len(s.Current))
-	hist := make([]float64, 0, len(s.History))
-	buf := make([]float64, len(s.History))
-	fewer := fewerRequests(s, hist, buf)
+	return newHistoryBaseline(s.History).deviations(s.Current)
+}
+
+// historyBaseline is the baseline estimate of every catalog metric over
+// one history, so that several current values (a snapshot's and its
+// recent points') are scored against it without estimating it again.
+type historyBaseline struct {
+	stats map[string]stats
+	// rps is the history's median throughput, 0 when unknown.
+	rps float64
+}
+
+func newHistoryBaseline(history []metrics.Point) historyBaseline {
+	b := historyBaseline{stats: make(map[string]stats, len(metrics.Catalog))}
+	hist := make([]float64, 0, len(history))
+	buf := make([]float64, len(history))
 	for _, m := range metrics.Catalog {
-		x, ok := s.Current.Get(m.ID)
-		if !ok {
-			continue
-		}
 		hist = hist[:0]
-		for _, p := range s.History {
+		for _, p := range history {
 			if v, ok := p.Values.Get(m.ID); ok {
 				hist = append(hist, v)
 			}
 		}
-		st := estimate(hist, absFloor(m), relFloorOf(m), buf)
+		b.stats[m.ID] = estimate(hist, absFloor(m), relFloorOf(m), buf)
+		if m.ID == metrics.ThroughputRPS && len(hist) >= 3 {
+			copy(buf, hist)
+			b.rps = math.Max(0, median(buf[:len(hist)]))
+		}
+	}
+	return b
+}
+
+// deviations scores every catalog id present in cur against the baseline
+// and returns, per id, how many history points carried it.
+func (b historyBaseline) deviations(cur metrics.Values) (map[string]Deviation, map[string]int) {
+	out := make(map[string]Deviation, len(cur))
+	counts := make(map[string]int, len(cur))
+	fewer := b.fewerRequests(cur)
+	for _, m := range metrics.Catalog {
+		x, ok := cur.Get(m.ID)
+		if !ok {
+			continue
+		}
+		st := b.stats[m.ID]
 		if perRequest[m.ID] && fewer < 1 {
 			// The current value averages fewer requests than each
 			// baseline minute did, so it scatters more: the standard
@@ -262,7 +289,7 @@ func deviationsAndCounts(s metrics.Snapshot) (map[string]Deviation, map[string]i
 			st.down /= math.Sqrt(fewer)
 		}
 		out[m.ID] = deviation(x, st, m.Bad)
-		counts[m.ID] = len(hist)
+		counts[m.ID] = st.n
 	}
 	return out, counts
 }
@@ -276,31 +303,17 @@ var perRequest = map[string]bool{
 	metrics.PrefillTime: true, metrics.DecodeTime: true, metrics.MeanPromptTokens: true,
 }
 
-// fewerRequests is the current window's request count relative to the
-// baseline's typical minute (throughput now over its history median),
-// capped at 1; 1 when either is unknown.
-func fewerRequests(s metrics.Snapshot, hist, buf []float64) float64 {
-	now, ok := s.Current.Get(metrics.ThroughputRPS)
-	if !ok {
-		return 1
-	}
-	hist = hist[:0]
-	for _, p := range s.History {
-		if v, ok := p.Values.Get(metrics.ThroughputRPS); ok {
-			hist = append(hist, v)
-		}
-	}
-	if len(hist) < 3 {
-		return 1
-	}
-	copy(buf, hist)
-	base := median(buf[:len(hist)])
-	if base <= 0 {
+// fewerRequests is cur's request count relative to the baseline's typical
+// minute (throughput now over its history median), capped at 1; 1 when
+// either is unknown.
+func (b historyBaseline) fewerRequests(cur metrics.Values) float64 {
+	now, ok := cur.Get(metrics.ThroughputRPS)
+	if !ok || b.rps <= 0 {
 		return 1
 	}
 	// A window with no finished request has no per-request values at
 	// all; floor the ratio so a near-idle minute is not silenced.
-	return math.Max(0.01, math.Min(1, now/base))
+	return math.Max(0.01, math.Min(1, now/b.rps))
 }
 
 // derived is a quantity computed from two catalog metrics at every instant

@@ -357,10 +357,14 @@ func (e *Engine) nameMildFault(d *Diagnosis, sig Signature) bool {
 // recentSignatures are the signatures of the recent points, each read as
 // the current values against the baseline history of s.
 func recentSignatures(s m.Snapshot, recent []m.Point) []Signature {
+	if len(recent) == 0 {
+		return nil
+	}
+	b := newHistoryBaseline(s.History)
 	out := make([]Signature, len(recent))
 	for i, p := range recent {
-		ps := m.Snapshot{At: p.At, Scope: s.Scope, Current: p.Values, History: s.History}
-		out[i] = signatureOf(ps, Deviations(ps))
+		dev, _ := b.deviations(p.Values)
+		out[i] = signatureOf(m.Snapshot{At: p.At, Scope: s.Scope, Current: p.Values, History: s.History}, dev)
 	}
 	return out
 }
