@@ -195,7 +195,7 @@ func TestEngineExplainsAway(t *testing.T) {
 
 // stormAndErrorsKB holds labelled eviction storms, engine error bursts and
 // healthy cases, the faults at every strength.
-func stormAndErrorsKB(t *testing.T) *KnowledgeBase {
+func stormAndErrorsKB(t testing.TB) *KnowledgeBase {
 	t.Helper()
 	kv, errs := faults[m.CauseKVCacheEviction], faults[m.CauseEngineErrors]
 	kb := NewKnowledgeBase()

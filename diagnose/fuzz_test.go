@@ -9,8 +9,18 @@ import (
 
 // FuzzDecodeAndDiagnose drives the decoder path the CLI and the console use:
 // arbitrary bytes are decoded with metrics.DecodeSnapshot and, when they
-// decode, diagnosed. Nothing may panic and the output must marshal.
+// decode, diagnosed by the rules alone and with a knowledge base (which
+// reads the recent points to order two faults). Nothing may panic and the
+// output must marshal.
 func FuzzDecodeAndDiagnose(f *testing.F) {
+	kv, errs := faults[m.CauseKVCacheEviction], faults[m.CauseEngineErrors]
+	for _, s := range []m.Snapshot{
+		withOnset(synth(7, overlay(blend(0.3, errs), blend(1, kv))), 8, blend(0.3, errs), blend(1, kv)),
+		withOnset(synth(7, nil), 8, nil, blend(1, kv)),
+	} {
+		b, _ := json.Marshal(s)
+		f.Add(b)
+	}
 	for _, fault := range []m.Values{nil, faults[m.CauseKVCacheEviction], faults[m.CauseTransportLatency]} {
 		s := synth(1, fault)
 		s.History = s.History[:5]
@@ -22,13 +32,14 @@ func FuzzDecodeAndDiagnose(f *testing.F) {
 	f.Add([]byte(`{}`))
 	f.Add([]byte(`[`))
 	e := New(Options{})
+	withKB := New(Options{Cases: stormAndErrorsKB(f)})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := m.DecodeSnapshot(data)
 		if err != nil {
 			return
 		}
-		d := e.Diagnose(s)
-		checkFinite(t, d)
+		checkFinite(t, e.Diagnose(s))
+		checkFinite(t, withKB.Diagnose(s))
 	})
 }
 
