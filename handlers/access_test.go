@@ -39,10 +39,8 @@ func newAuthFixture(t testing.TB, mode web.AuthMode, proxy string) *authFixture 
 	var srvLayout func(string, string) views.LayoutView
 	layout := func(title, nav string) views.LayoutView { return srvLayout(title, nav) }
 	f := newFixture(t, tel, func(o *web.Options) {
-		inc := handlers.NewIncidents(handlers.IncidentDeps{
-			Archive: st, Capture: tel, Diagnoser: o.Diagnoser, AlertToken: alertToken, Layout: layout, Now: o.Now,
-		})
-		o.Incidents, o.IncidentOpener = inc, inc
+		inc, svc := archiveHandlers(handlers.IncidentDeps{Layout: layout, Now: o.Now}, st, tel, o.Diagnoser)
+		o.Incidents, o.IncidentOpener = inc, svc
 		o.Faults = &handlerstest.Faults{}
 		o.Auth = web.AuthOptions{Mode: mode, Proxy: px, WebhookToken: alertToken,
 			Accounts: handlers.NewAccounts(handlers.AccountDeps{Store: st, PasswordLogin: mode == web.AuthAccounts, Layout: layout})}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/casebook/casebook/incident"
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
@@ -126,7 +127,7 @@ func (h *Incidents) KBCause(c echo.Context) error {
 		if err != nil || len(p.Diagnoses) == 0 {
 			continue
 		}
-		for _, a := range decodeDiagnosis(p.Diagnoses[0]).Actions {
+		for _, a := range incident.DecodeDiagnosis(p.Diagnoses[0]).Actions {
 			v.Actions = append(v.Actions, views.KBActionView{ID: a.ID, Title: a.Title, Why: a.Why, Risk: a.Risk})
 		}
 		break

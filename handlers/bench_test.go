@@ -14,7 +14,7 @@ import (
 
 // weekTel is a fake cluster with 7 days of one-minute data per scope.
 var weekTel = sync.OnceValue(func() *handlerstest.Telemetry {
-	return handlerstest.NewTelemetry(handlerstest.Options{Incident: incident})
+	return handlerstest.NewTelemetry(handlerstest.Options{Incident: incidentScope})
 })
 
 // BenchmarkPages measures server time of the overview and the live view

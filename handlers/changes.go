@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/change"
+	"github.com/casebook/casebook/incident"
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
@@ -47,6 +48,12 @@ type EngineInfo interface {
 // capacity check behind scale-out advice.
 type GPUInventory interface {
 	GPUs(ctx context.Context, window time.Duration, at time.Time) ([]change.GPU, error)
+}
+
+// Capture reads the metric windows around a change. *telemetry.Telemetry
+// implements it.
+type Capture interface {
+	Range(ctx context.Context, scope metrics.Scope, ids []string, r metrics.Range) ([]metrics.Series, error)
 }
 
 // ChangeDeps are the dependencies of the change-request handlers.
@@ -177,7 +184,7 @@ func (h *Changes) Create(c echo.Context) error {
 	if len(p.Diagnoses) == 0 {
 		return badParam("id", "incident %d has no diagnosis to act on", id)
 	}
-	d := decodeDiagnosis(p.Diagnoses[0])
+	d := incident.DecodeDiagnosis(p.Diagnoses[0])
 	actionID := strings.TrimSpace(c.FormValue("action"))
 	var act *diagnose.Action
 	for i := range d.Actions {

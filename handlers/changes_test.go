@@ -81,10 +81,9 @@ func newChangeFixture(t *testing.T, hook string) (*archiveFixture, *store.Store,
 			Webhook: w, Schedule: &sched, BaseURL: "https://casebook.example", Layout: layout, Now: clk.now,
 			OutcomeWindow: 8 * time.Minute,
 		})
-		inc := handlers.NewIncidents(handlers.IncidentDeps{
-			Archive: st, Capture: tel, Diagnoser: o.Diagnoser, AlertToken: alertToken, Layout: layout, Now: o.Now, Changes: ch,
-		})
-		o.Incidents, o.IncidentOpener = inc, inc
+		inc, svc := archiveHandlers(handlers.IncidentDeps{Layout: layout, Now: o.Now, Changes: ch}, st, tel, o.Diagnoser)
+		o.Incidents, o.IncidentOpener = inc, svc
+		o.Auth.WebhookToken = alertToken
 	})
 	srvLayout = web.New(f.opts).Handlers.Layout
 	return &archiveFixture{fixture: f, st: st}, st, ch, clk

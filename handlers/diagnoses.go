@@ -45,15 +45,15 @@ func (h *Diagnoses) Create(c echo.Context) error {
 	if err != nil {
 		return fmt.Errorf("diagnoses: snapshot of %s at %s: %w", scope, at.Format(time.RFC3339), err)
 	}
-	diag := h.d.Diagnoser.Diagnose(snap)
 	h.d.Diagnoses.Inc()
 	if h.d.Incidents != nil {
-		u, err := h.d.Incidents.OpenIncident(ctx, snap, diag)
+		inc, err := h.d.Incidents.DiagnoseNow(ctx, snap)
 		if err != nil {
 			return fmt.Errorf("diagnoses: open incident for %s: %w", scope, err)
 		}
-		return redirect(c, u)
+		return redirect(c, views.IncidentPath(inc.ID))
 	}
+	diag := h.d.Diagnoser.Diagnose(snap)
 	back := views.ScopePath(scope, views.RangeQuery("", at.Add(-time.Hour), at))
 	vm := views.DiagnosisView{
 		Layout:   h.d.layout("Diagnosis of "+scope.String(), ""),

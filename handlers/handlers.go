@@ -7,6 +7,7 @@ import (
 
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/metrics"
+	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
 )
 
@@ -47,10 +48,10 @@ type FaultInjector interface {
 }
 
 // IncidentOpener, when present, turns "Diagnose now" into opening an
-// incident: it stores the snapshot and diagnosis and returns the URL of the
-// incident page, which the console redirects to.
+// incident: it diagnoses the snapshot and archives both; the console
+// redirects to the incident page. *incident.Service implements it.
 type IncidentOpener interface {
-	OpenIncident(ctx context.Context, s metrics.Snapshot, d diagnose.Diagnosis) (url string, err error)
+	DiagnoseNow(ctx context.Context, s metrics.Snapshot) (store.Incident, error)
 }
 
 // Counter counts events; a prometheus.Counter implements it.

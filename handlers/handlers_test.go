@@ -12,15 +12,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/handlers"
 	"github.com/casebook/casebook/handlers/handlerstest"
+	"github.com/casebook/casebook/incident"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/static"
+	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/web"
 )
 
-var incident = metrics.Scope{Model: "llama-70b", Instance: "llama-70b-1"}
+var incidentScope = metrics.Scope{Model: "llama-70b", Instance: "llama-70b-1"}
 
 // fixture is a console with fakes; tests adjust the options before start.
 type fixture struct {
@@ -49,7 +50,7 @@ func newFixture(t testing.TB, tel *handlerstest.Telemetry, adjust func(*web.Opti
 }
 
 var sharedTel = sync.OnceValue(func() *handlerstest.Telemetry {
-	return handlerstest.NewTelemetry(handlerstest.Options{Incident: incident, Span: 2 * 24 * time.Hour})
+	return handlerstest.NewTelemetry(handlerstest.Options{Incident: incidentScope, Span: 2 * 24 * time.Hour})
 })
 
 // testCSRF is the form token the fixture's requests carry.
@@ -279,7 +280,7 @@ func TestDiagnoseNow(t *testing.T) {
 			t.Fatalf("diagnoser called %d times", f.diag.Calls())
 		}
 		s := f.diag.Snapshots[0]
-		if s.Scope != incident || !s.At.Equal(time.Date(2026, 11, 30, 4, 50, 0, 0, time.UTC)) || len(s.History) != 60 {
+		if s.Scope != incidentScope || !s.At.Equal(time.Date(2026, 11, 30, 4, 50, 0, 0, time.UTC)) || len(s.History) != 60 {
 			t.Errorf("snapshot scope %v at %v with %d history points", s.Scope, s.At, len(s.History))
 		}
 		m := f.do(t, http.MethodGet, "/metrics", nil, nil)
@@ -303,26 +304,28 @@ func TestDiagnoseNow(t *testing.T) {
 		}
 	})
 	t.Run("opens an incident when the archive is wired", func(t *testing.T) {
-		op := &opener{url: "/incidents/42"}
+		op := &opener{id: 42}
 		f := newFixture(t, sharedTel(), func(o *web.Options) { o.IncidentOpener = op })
 		r := f.do(t, http.MethodPost, "/scopes/llama-70b/diagnose", nil, nil)
 		if r.status != http.StatusSeeOther || r.header.Get("Location") != "/incidents/42" {
 			t.Errorf("status %d location %q", r.status, r.header.Get("Location"))
 		}
-		if op.got.RootCause != metrics.CauseKVCacheEviction {
-			t.Errorf("opener got diagnosis %q", op.got.RootCause)
+		if op.got.Scope.Model != incidentScope.Model || op.got.Current == nil {
+			t.Errorf("opener got a snapshot of %v", op.got.Scope)
 		}
 	})
 }
 
 type opener struct {
-	url string
-	got diagnose.Diagnosis
+	id  int64
+	got metrics.Snapshot
 }
 
-func (o *opener) OpenIncident(ctx context.Context, s metrics.Snapshot, d diagnose.Diagnosis) (string, error) {
-	o.got = d
-	return o.url, nil
+func (o *opener) DiagnoseNow(ctx context.Context, s metrics.Snapshot) (store.Incident, error) {
+	o.got = s
+	var inc store.Incident
+	inc.ID = o.id
+	return inc, nil
 }
 
 func TestDiagnoseAPI(t *testing.T) {
@@ -407,4 +410,17 @@ func TestFragmentAndStatic(t *testing.T) {
 	if r := f.do(t, "GET", "/static/../web/web.go", nil, nil); r.status != 404 {
 		t.Errorf("path traversal: %d", r.status)
 	}
+}
+
+// archiveHandlers builds the incident service and the archive's handlers
+// over a test archive, the way serve wires them: a diagnoser that learns
+// cases is also the service's learner.
+func archiveHandlers(d handlers.IncidentDeps, st incident.Archive, capture incident.Capture, diag incident.Diagnoser) (*handlers.Incidents, *incident.Service) {
+	learner, _ := diag.(incident.CaseLearner)
+	svc := incident.New(incident.Options{Archive: st, Capture: capture, Diagnoser: diag, Learner: learner, Now: d.Now})
+	d.Service = svc
+	if d.Archive == nil {
+		d.Archive = st.(handlers.Archive)
+	}
+	return handlers.NewIncidents(d), svc
 }

@@ -102,12 +102,11 @@ func (h *Incidents) APILabel(c echo.Context) error {
 	if err := decodeAPIBody(c, &req); err != nil {
 		return err
 	}
-	l, err := h.d.Archive.AddLabel(c.Request().Context(), store.NewLabel{IncidentID: id, Verdict: store.Verdict(req.Verdict),
+	l, err := h.d.Service.Review(c.Request().Context(), store.NewLabel{IncidentID: id, Verdict: store.Verdict(req.Verdict),
 		TrueCause: req.TrueCause, NewCause: req.NewCause, By: author(c, req.By), Note: req.Note, At: h.d.Now()})
 	if err != nil {
 		return archiveError(err, "verdict")
 	}
-	h.learnIncident(c.Request().Context(), id)
 	return c.JSON(http.StatusCreated, l)
 }
 
@@ -127,7 +126,7 @@ func (h *Incidents) APINote(c echo.Context) error {
 	if err := decodeAPIBody(c, &req); err != nil {
 		return err
 	}
-	n, err := h.d.Archive.AddNote(c.Request().Context(), store.NewNote{IncidentID: id, Author: author(c, req.By), Body: req.Body, At: h.d.Now()})
+	n, err := h.d.Service.AddNote(c.Request().Context(), store.NewNote{IncidentID: id, Author: author(c, req.By), Body: req.Body, At: h.d.Now()})
 	if err != nil {
 		return archiveError(err, "body")
 	}

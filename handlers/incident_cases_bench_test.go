@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/casebook/casebook/diagnose"
-	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/incident"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
 )
@@ -141,8 +141,8 @@ func BenchmarkLoadCases100k(b *testing.B) {
 	a := &countingArchive{Store: st}
 	load := func() *diagnose.Engine {
 		e := diagnose.New(diagnose.Options{})
-		inc := handlers.NewIncidents(handlers.IncidentDeps{Archive: a, Capture: sharedTel(), Diagnoser: e})
-		n, err := inc.LoadCases(ctx)
+		svc := incident.New(incident.Options{Archive: a, Capture: sharedTel(), Diagnoser: e, Learner: e})
+		n, err := svc.LoadCases(ctx)
 		if err != nil || n != loadBenchCases {
 			b.Fatalf("LoadCases: %d cases, %v", n, err)
 		}

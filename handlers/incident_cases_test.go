@@ -14,6 +14,7 @@ import (
 
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/incident"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/web"
@@ -62,14 +63,14 @@ type caseConsole struct {
 	engine *diagnose.Engine
 }
 
-func newCaseConsole(t *testing.T, archive handlers.Archive) *caseConsole {
+func newCaseConsole(t *testing.T, archive caseArchive) *caseConsole {
 	t.Helper()
 	tel := sharedTel()
 	engine := diagnose.New(diagnose.Options{})
 	f := newFixture(t, tel, func(o *web.Options) {
 		o.Diagnoser = engine
-		inc := handlers.NewIncidents(handlers.IncidentDeps{Archive: archive, Capture: tel, Diagnoser: engine, Now: o.Now})
-		o.Incidents, o.IncidentOpener = inc, inc
+		inc, svc := archiveHandlers(handlers.IncidentDeps{Now: o.Now}, archive, tel, engine)
+		o.Incidents, o.IncidentOpener = inc, svc
 	})
 	return &caseConsole{fixture: f, engine: engine}
 }
@@ -154,11 +155,11 @@ func fromSnapshots(t *testing.T, st *store.Store) *diagnose.Engine {
 }
 
 // loadFresh is a fresh console's engine after LoadCases on archive.
-func loadFresh(t *testing.T, archive handlers.Archive, want int) *diagnose.Engine {
+func loadFresh(t *testing.T, archive caseArchive, want int) *diagnose.Engine {
 	t.Helper()
 	e := diagnose.New(diagnose.Options{})
-	inc := handlers.NewIncidents(handlers.IncidentDeps{Archive: archive, Capture: sharedTel(), Diagnoser: e})
-	n, err := inc.LoadCases(context.Background())
+	svc := incident.New(incident.Options{Archive: archive, Capture: sharedTel(), Diagnoser: e, Learner: e})
+	n, err := svc.LoadCases(context.Background())
 	if err != nil || n != want || e.Cases().Len() != want {
 		t.Fatalf("LoadCases: %d cases, err %v, engine holds %d; want %d", n, err, e.Cases().Len(), want)
 	}
@@ -334,4 +335,10 @@ func TestLabelSurvivesSignatureFailure(t *testing.T) {
 	if sigs, _ := storedSignatures(t, st); a.snapshots != 1 || sigs[inc.ID] != diagnose.NewSignature(inc.Snapshot) {
 		t.Errorf("the next start read %d snapshots and stored %v", a.snapshots, sigs)
 	}
+}
+
+// caseArchive is an archive both the pages and the incident service use.
+type caseArchive interface {
+	handlers.Archive
+	incident.Archive
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/casebook/casebook/incident"
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
@@ -24,7 +25,7 @@ func (h *Incidents) Postmortem(c echo.Context) error {
 	if err != nil {
 		return archiveError(err, "id")
 	}
-	md := PostmortemMarkdown(p, h.causeTitles(ctx))
+	md := PostmortemMarkdown(p, h.d.Service.CauseTitles(ctx))
 	if h.d.Changes != nil {
 		if cs, err := h.d.Changes.d.Store.Changes(ctx, id); err == nil && len(cs) > 0 {
 			md = strings.Replace(md, "\n## Follow-ups", "\n"+changesMarkdown(cs)+"\n## Follow-ups", 1)
@@ -118,7 +119,7 @@ func PostmortemMarkdown(p store.Page, causeTitle func(string) string) string {
 	w("| Review | %s |\n\n", review)
 
 	if len(p.Diagnoses) > 0 {
-		d := decodeDiagnosis(p.Diagnoses[0])
+		d := incident.DecodeDiagnosis(p.Diagnoses[0])
 		w("## Diagnosis\n\n**%s** (%s), confidence %s, severity %s, engine %s.\n\n",
 			mdEscape(views.CauseTitle(d.RootCause)), mdCode(d.RootCause), views.FormatPercent(d.Confidence), mdEscape(string(d.Severity)), mdEscape(d.EngineVersion))
 		if w2 := views.CauseWhat(d.RootCause); w2 != "" {

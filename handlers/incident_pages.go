@@ -7,11 +7,13 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/casebook/casebook/incident"
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
@@ -64,7 +66,7 @@ func (h *Incidents) incidentView(c echo.Context, readOnly bool) (views.IncidentV
 	if err != nil {
 		return views.IncidentView{}, archiveError(err, "id")
 	}
-	h.completeWindows(ctx, &p.Incident)
+	h.d.Service.CompleteWindows(ctx, &p.Incident)
 	var shares []store.ShareLink
 	if !readOnly {
 		if shares, err = h.d.Archive.Shares(ctx, id); err != nil {
@@ -82,40 +84,10 @@ func (h *Incidents) incidentView(c echo.Context, readOnly bool) (views.IncidentV
 	return v, nil
 }
 
-// causeTitles returns a title lookup that knows engineer-created causes
-// as well as the taxonomy.
-func (h *Incidents) causeTitles(ctx context.Context) func(string) string {
-	titles := map[string]string{}
-	if cs, err := h.d.Archive.Causes(ctx); err == nil {
-		for _, c := range cs {
-			titles[c.ID] = c.Title
-		}
-	}
-	return func(id string) string {
-		if t, ok := titles[id]; ok {
-			return t
-		}
-		return views.CauseTitle(id)
-	}
-}
-
 func causeOptions(cs []store.Cause) []views.CauseOption {
 	out := make([]views.CauseOption, len(cs))
 	for i, c := range cs {
 		out[i] = views.CauseOption{ID: c.ID, Title: c.Title, Custom: !c.Builtin}
-	}
-	return out
-}
-
-// decodeDiagnosis reads a stored diagnosis body; a body that no longer
-// decodes is shown from its columns.
-func decodeDiagnosis(d store.Diagnosis) diagnose.Diagnosis {
-	var out diagnose.Diagnosis
-	if err := json.Unmarshal(d.Body, &out); err != nil || out.RootCause == "" {
-		out = diagnose.Diagnosis{RootCause: d.RootCause, Confidence: d.Confidence, Severity: diagnose.Severity(d.Severity)}
-	}
-	if out.EngineVersion == "" {
-		out.EngineVersion = d.EngineVersion
 	}
 	return out
 }
@@ -205,17 +177,17 @@ func (h *Incidents) buildView(ctx context.Context, p store.Page, shares []store.
 	}
 	v.Panels = archivedPanels(inc)
 	for i, d := range p.Diagnoses {
-		panel := views.NewDiagnosisPanel(decodeDiagnosis(d))
+		panel := views.NewDiagnosisPanel(incident.DecodeDiagnosis(d))
 		if i == 0 {
 			v.Current = panel
 		} else {
 			v.Past = append(v.Past, views.PastDiagnosis{ID: d.ID, At: d.CreatedAt, Panel: panel})
 		}
 	}
-	title := h.causeTitles(ctx)
+	title := h.d.Service.CauseTitles(ctx)
 	v.TrueCauseTitle = title(inc.TrueCause)
 	if len(p.Diagnoses) > 0 {
-		v.Similar = h.similarIncidents(ctx, decodeDiagnosis(p.Diagnoses[0]), inc.ID, title)
+		v.Similar = h.similarIncidents(ctx, incident.DecodeDiagnosis(p.Diagnoses[0]), inc.ID, title)
 	}
 	v.Timeline = timeline(p, title)
 	if h.d.Changes != nil {
@@ -311,12 +283,11 @@ func (h *Incidents) Label(c echo.Context) error {
 		At:         h.d.Now(),
 	}
 	if l.Verdict == store.VerdictCorrect {
-		l.TrueCause, l.NewCause = "", "" // the diagnosed cause
+		l.TrueCause, l.NewCause = "", "" // the diagnosed cause; the form sends its picker anyway
 	}
-	if _, err := h.d.Archive.AddLabel(c.Request().Context(), l); err != nil {
+	if _, err := h.d.Service.Review(c.Request().Context(), l); err != nil {
 		return archiveError(err, "verdict")
 	}
-	h.learnIncident(c.Request().Context(), id)
 	return redirect(c, views.IncidentPath(id))
 }
 
@@ -327,7 +298,7 @@ func (h *Incidents) Note(c echo.Context) error {
 		return err
 	}
 	n := store.NewNote{IncidentID: id, Author: author(c, c.FormValue("by")), Body: c.FormValue("body"), At: h.d.Now()}
-	if _, err := h.d.Archive.AddNote(c.Request().Context(), n); err != nil {
+	if _, err := h.d.Service.AddNote(c.Request().Context(), n); err != nil {
 		return archiveError(err, "body")
 	}
 	return redirect(c, views.IncidentPath(id))
@@ -346,21 +317,10 @@ func (h *Incidents) Rediagnose(c echo.Context) error {
 	return redirect(c, views.IncidentPath(id))
 }
 
-// rediagnose diagnoses an archived incident's snapshot with the current
-// engine, its knowledge base and the incident's kernel evidence, and
-// appends the result beside the earlier diagnoses.
+// rediagnose diagnoses an archived incident's snapshot again, with the
+// kernel evidence of its latest trace.
 func (h *Incidents) rediagnose(ctx context.Context, id int64) error {
-	inc, err := h.d.Archive.Incident(ctx, id)
-	if err != nil {
-		return archiveError(err, "id")
-	}
-	h.ensureCases(ctx)
-	d := diagnose.FoldKernelEvidence(h.d.Diagnoser.Diagnose(inc.Snapshot), h.kernelEvidence(ctx, id))
-	rec, err := diagnosisRecord(d, h.d.Now().UTC())
-	if err != nil {
-		return err
-	}
-	if _, err := h.d.Archive.AddDiagnosis(ctx, id, rec); err != nil {
+	if _, err := h.d.Service.Rediagnose(ctx, id, h.kernelEvidence(ctx, id)); err != nil {
 		return archiveError(err, "id")
 	}
 	return nil
@@ -432,4 +392,23 @@ func (h *Incidents) addChanges(ctx context.Context, v *views.IncidentView, inc s
 		v.Current.ChangeURL = views.IncidentPath(inc.ID) + "/changes"
 		v.Current.Current = h.d.Changes.Current(ctx, inc.Scope)
 	}
+}
+
+// similarIncidents resolves the similar cases of a diagnosis to archived
+// incidents for the incident page: title, verdict, true cause, similarity
+// and the deviations they share. Cases that are not incidents of this
+// archive (ids from a case file) or no longer exist are listed without a
+// link.
+func (h *Incidents) similarIncidents(ctx context.Context, d diagnose.Diagnosis, self int64, title func(string) string) []views.SimilarIncident {
+	var out []views.SimilarIncident
+	for _, sc := range d.SimilarCases {
+		row := views.SimilarIncident{Case: sc.ID, Cause: sc.RootCause, CauseTitle: title(sc.RootCause), Similarity: sc.Similarity, Shared: sc.Shared}
+		if id, err := strconv.ParseInt(sc.ID, 10, 64); err == nil && id > 0 && id != self {
+			if inc, err := h.d.Archive.Incident(ctx, id); err == nil {
+				row.ID, row.Title, row.Verdict, row.OpenedAt = inc.ID, inc.Title, string(inc.Verdict), inc.OpenedAt
+			}
+		}
+		out = append(out, row)
+	}
+	return out
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/incident"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
@@ -39,12 +40,12 @@ func newArchiveFixture(t testing.TB) *archiveFixture {
 	tel := sharedTel()
 	var srvLayout func(string, string) views.LayoutView
 	f := newFixture(t, tel, func(o *web.Options) {
-		inc := handlers.NewIncidents(handlers.IncidentDeps{
-			Archive: st, Capture: tel, Diagnoser: o.Diagnoser, AlertToken: alertToken,
+		inc, svc := archiveHandlers(handlers.IncidentDeps{
 			Layout: func(title, nav string) views.LayoutView { return srvLayout(title, nav) },
 			Now:    o.Now,
-		})
-		o.Incidents, o.IncidentOpener = inc, inc
+		}, st, tel, o.Diagnoser)
+		o.Incidents, o.IncidentOpener = inc, svc
+		o.Auth.WebhookToken = alertToken
 	})
 	srvLayout = web.New(f.opts).Handlers.Layout
 	return &archiveFixture{fixture: f, st: st}
@@ -74,7 +75,7 @@ func (f *archiveFixture) postAlert(t testing.TB, body string, token string) resp
 }
 
 type alertReply struct {
-	Alerts []handlers.AlertResult `json:"alerts"`
+	Alerts []incident.AlertResult `json:"alerts"`
 }
 
 func decodeReply(t testing.TB, r response) alertReply {
@@ -191,7 +192,7 @@ func TestWebhookDisabledWithoutToken(t *testing.T) {
 	}
 	defer st.Close()
 	f := newFixture(t, sharedTel(), func(o *web.Options) {
-		o.Incidents = handlers.NewIncidents(handlers.IncidentDeps{Archive: st, Capture: o.Telemetry, Diagnoser: o.Diagnoser})
+		o.Incidents, _ = archiveHandlers(handlers.IncidentDeps{}, st, sharedTel(), o.Diagnoser)
 	})
 	r := f.do(t, http.MethodPost, "/api/v1/alerts/alertmanager", strings.NewReader(alertBody("firing", "1", "m", "", "s", "")),
 		map[string]string{"Authorization": "Bearer "})
@@ -319,12 +320,13 @@ func TestIncidentsLearnFromLabels(t *testing.T) {
 	var inc *handlers.Incidents
 	f := newFixture(t, tel, func(o *web.Options) {
 		o.Diagnoser = engine
-		inc = handlers.NewIncidents(handlers.IncidentDeps{
-			Archive: st, Capture: tel, Diagnoser: engine, AlertToken: alertToken,
+		var svc *incident.Service
+		inc, svc = archiveHandlers(handlers.IncidentDeps{
 			Layout: func(title, nav string) views.LayoutView { return srvLayout(title, nav) },
 			Now:    o.Now,
-		})
-		o.Incidents, o.IncidentOpener = inc, inc
+		}, st, tel, engine)
+		o.Incidents, o.IncidentOpener = inc, svc
+		o.Auth.WebhookToken = alertToken
 	})
 	srvLayout = web.New(f.opts).Handlers.Layout
 	af := &archiveFixture{fixture: f, st: st}
@@ -353,7 +355,7 @@ func TestIncidentsLearnFromLabels(t *testing.T) {
 
 	// A fresh console learns the same case from the archive at start.
 	fresh := diagnose.New(diagnose.Options{})
-	again := handlers.NewIncidents(handlers.IncidentDeps{Archive: st, Capture: tel, Diagnoser: fresh})
+	again := incident.New(incident.Options{Archive: st, Capture: tel, Diagnoser: fresh, Learner: fresh})
 	if n, err := again.LoadCases(context.Background()); err != nil || n != 1 || fresh.Cases().Len() != 1 {
 		t.Errorf("LoadCases: %d cases, err %v; engine holds %d", n, err, fresh.Cases().Len())
 	}
@@ -550,8 +552,8 @@ func TestArchivedWindowsCompleted(t *testing.T) {
 	now := tel.End.Add(-20 * time.Minute)
 	f := newFixture(t, tel, func(o *web.Options) {
 		o.Now = func() time.Time { return now }
-		inc := handlers.NewIncidents(handlers.IncidentDeps{Archive: st, Capture: tel, Diagnoser: o.Diagnoser, AlertToken: alertToken, Now: o.Now})
-		o.Incidents = inc
+		o.Incidents, _ = archiveHandlers(handlers.IncidentDeps{Now: o.Now}, st, tel, o.Diagnoser)
+		o.Auth.WebhookToken = alertToken
 	})
 	af := &archiveFixture{fixture: f, st: st}
 	body := strings.Replace(alertBody("firing", "00000000000000ab", "llama-70b", "llama-70b-1", "late window", ""),

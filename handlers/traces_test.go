@@ -38,12 +38,12 @@ func newTraceFixture(t testing.TB, maxBytes int64, bodyLimit ...string) *archive
 	tel := sharedTel()
 	var srvLayout func(string, string) views.LayoutView
 	f := newFixture(t, tel, func(o *web.Options) {
-		inc := handlers.NewIncidents(handlers.IncidentDeps{
-			Archive: st, Capture: tel, Diagnoser: o.Diagnoser, AlertToken: alertToken,
+		inc, svc := archiveHandlers(handlers.IncidentDeps{
 			Layout: func(title, nav string) views.LayoutView { return srvLayout(title, nav) },
 			Now:    o.Now, TraceMaxBytes: maxBytes,
-		})
-		o.Incidents, o.IncidentOpener = inc, inc
+		}, st, tel, o.Diagnoser)
+		o.Incidents, o.IncidentOpener = inc, svc
+		o.Auth.WebhookToken = alertToken
 		if len(bodyLimit) > 0 {
 			o.BodyLimit = bodyLimit[0]
 		}
@@ -474,14 +474,13 @@ func FuzzTraceUpload(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { st.Close() })
-	tel := handlerstest.NewTelemetry(handlerstest.Options{Incident: incident, Span: time.Hour})
+	tel := handlerstest.NewTelemetry(handlerstest.Options{Incident: incidentScope, Span: time.Hour})
 	diag := &handlerstest.Diagnoser{Result: handlerstest.EvictionDiagnosis()}
-	srv := web.New(web.Options{Telemetry: tel, Diagnoser: diag, Incidents: handlers.NewIncidents(handlers.IncidentDeps{
-		Archive: st, Capture: tel, Diagnoser: diag, TraceMaxBytes: 256 << 10,
-	})})
+	pages, _ := archiveHandlers(handlers.IncidentDeps{TraceMaxBytes: 256 << 10}, st, tel, diag)
+	srv := web.New(web.Options{Telemetry: tel, Diagnoser: diag, Incidents: pages})
 	inc, _, err := st.OpenIncident(context.Background(), store.NewIncident{
-		Title: "TPOT up", Scope: incident, Trigger: store.TriggerManual, OpenedAt: tel.End,
-		WindowStart: tel.End.Add(-time.Hour), WindowEnd: tel.End, Snapshot: metrics.Snapshot{At: tel.End, Scope: incident},
+		Title: "TPOT up", Scope: incidentScope, Trigger: store.TriggerManual, OpenedAt: tel.End,
+		WindowStart: tel.End.Add(-time.Hour), WindowEnd: tel.End, Snapshot: metrics.Snapshot{At: tel.End, Scope: incidentScope},
 	}, store.DiagnosisRecord{EngineVersion: "test", CreatedAt: tel.End, RootCause: metrics.CauseUnknown, Body: []byte(`{}`)})
 	if err != nil {
 		f.Fatal(err)

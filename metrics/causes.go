@@ -54,6 +54,15 @@ func LookupCause(id string) (Cause, bool) {
 	return Cause{}, false
 }
 
+// CauseTitle is the title of a taxonomy cause, or the id itself for a
+// cause the taxonomy does not know (an engineer's, kept in the archive).
+func CauseTitle(id string) string {
+	if c, ok := LookupCause(id); ok {
+		return c.Title
+	}
+	return id
+}
+
 // FaultCauses are the causes a simulator can inject: every cause except
 // unknown and none.
 func FaultCauses() []string {

@@ -57,12 +57,7 @@ func (p DiagnosisPanelView) SeverityWord() string {
 }
 
 // CauseTitle returns the taxonomy title of a root-cause id, or the id.
-func CauseTitle(id string) string {
-	if c, ok := metrics.LookupCause(id); ok {
-		return c.Title
-	}
-	return id
-}
+func CauseTitle(id string) string { return metrics.CauseTitle(id) }
 
 // CauseWhat returns the taxonomy's explanation of a root cause.
 func CauseWhat(id string) string {

@@ -11,8 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/casebook/casebook/diagnose"
-	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/incident"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
 )
@@ -105,10 +104,11 @@ type fakeOpener struct {
 
 type opened struct {
 	scope metrics.Scope
-	tr    handlers.Trigger
+	tr    incident.Trigger
 }
 
-func (o *fakeOpener) Open(ctx context.Context, scope metrics.Scope, tr handlers.Trigger, snap *metrics.Snapshot, diag *diagnose.Diagnosis) (store.Incident, bool, error) {
+func (o *fakeOpener) Open(ctx context.Context, tr incident.Trigger) (store.Incident, bool, error) {
+	scope := tr.Scope
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.fail {

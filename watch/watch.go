@@ -14,7 +14,7 @@ import (
 
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/diagnose/forecast"
-	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/incident"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
 )
@@ -27,9 +27,9 @@ type Source interface {
 }
 
 // Opener opens an incident through the console's one incident path.
-// *handlers.Incidents implements it.
+// *incident.Service implements it.
 type Opener interface {
-	Open(ctx context.Context, scope metrics.Scope, tr handlers.Trigger, snap *metrics.Snapshot, diag *diagnose.Diagnosis) (store.Incident, bool, error)
+	Open(ctx context.Context, tr incident.Trigger) (store.Incident, bool, error)
 }
 
 // Options configures a Watcher. Zero values mean the defaults documented on
@@ -507,14 +507,15 @@ func (w *Watcher) openGroup(ctx context.Context, g forecast.Group, at time.Time)
 		w.log.Error("watch: encode trigger detail", "err", err)
 		return false
 	}
-	tr := handlers.Trigger{
+	tr := incident.Trigger{
 		Kind:     store.TriggerDetector,
+		Scope:    g.Scope,
 		At:       g.Minute,
 		Title:    Title(g),
 		Detail:   raw,
 		Severity: string(Severity(g)),
 	}
-	inc, _, err := w.opts.Opener.Open(ctx, g.Scope, tr, nil, nil)
+	inc, _, err := w.opts.Opener.Open(ctx, tr)
 	if err != nil {
 		w.log.Warn("watch: opening the detector's incident failed", "scope", g.Scope.String(), "metrics", strings.Join(g.Metrics, ","), "err", err)
 		return false

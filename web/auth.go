@@ -93,6 +93,9 @@ func (a *authenticator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		pol := rt.pol
 		if !pol.Allows(p) {
+			if pol == PolicyWebhook && (p.Kind == auth.KindOpen || !p.Authenticated()) {
+				return a.denyWebhook(c)
+			}
 			return a.deny(c, p)
 		}
 		if unsafeMethod(req.Method) && pol != PolicyWebhook && p.Kind != auth.KindToken && !isJSON(req) && !a.validCSRF(c, csrf) {
@@ -126,8 +129,8 @@ func (a *authenticator) principal(c echo.Context) (auth.Principal, store.Session
 		if a.opts.Mode != AuthNone && a.opts.Mode != "" {
 			return auth.Principal{}, store.Session{}, errBadToken
 		}
-		// Without authentication a wrong bearer changes nothing: the
-		// webhook handler answers it itself.
+		// Without authentication a wrong bearer changes nothing but on
+		// webhook routes, which take only a webhook token.
 	}
 	switch a.opts.Mode {
 	case AuthAccounts:
@@ -175,6 +178,16 @@ func (a *authenticator) deny(c echo.Context, p auth.Principal) error {
 	}
 	c.Response().Header().Set("WWW-Authenticate", `Bearer realm="casebook"`)
 	return echo.NewHTTPError(http.StatusUnauthorized, "sign in or send an API token")
+}
+
+// denyWebhook answers a webhook request without a webhook-scoped token:
+// 403 while no --webhook-token is configured, else 401.
+func (a *authenticator) denyWebhook(c echo.Context) error {
+	if a.opts.WebhookToken == "" {
+		return echo.NewHTTPError(http.StatusForbidden, "the Alertmanager webhook is disabled: no alert token is configured")
+	}
+	c.Response().Header().Set("WWW-Authenticate", `Bearer realm="casebook"`)
+	return echo.NewHTTPError(http.StatusUnauthorized, "missing or wrong bearer token")
 }
 
 // csrfCookie returns the browser's form token, setting a new one when it

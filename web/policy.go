@@ -19,9 +19,9 @@ const (
 	// the sign-in page, and share links (whose token is the credential the
 	// handler checks).
 	PolicyPublic Policy = iota
-	// PolicyWebhook routes take an API token with the webhook scope (or
-	// the --webhook-token); without authentication configured, the
-	// handler checks the --webhook-token itself.
+	// PolicyWebhook routes take an API token with the webhook scope or
+	// the --webhook-token, in every authentication mode; the middleware
+	// is the one place that checks it.
 	PolicyWebhook
 	// PolicyViewer routes read.
 	PolicyViewer
@@ -124,7 +124,7 @@ func (pol Policy) Allows(p auth.Principal) bool {
 	case PolicyPublic:
 		return true
 	case PolicyWebhook:
-		return p.Kind == auth.KindOpen || (p.Kind == auth.KindToken && p.Scope == auth.ScopeWebhook)
+		return p.Kind == auth.KindToken && p.Scope == auth.ScopeWebhook
 	case PolicyViewer:
 		return p.Can(auth.RoleViewer)
 	case PolicyReviewer:

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/incident"
 	"github.com/casebook/casebook/internal/testenv"
 	"github.com/casebook/casebook/store"
 )
@@ -69,7 +69,7 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 		if status != http.StatusOK {
 			return false
 		}
-		var r struct{ Alerts []handlers.AlertResult }
+		var r struct{ Alerts []incident.AlertResult }
 		if json.Unmarshal(body, &r) != nil || len(r.Alerts) != len(fps) {
 			return false
 		}

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/incident"
 	"github.com/casebook/casebook/internal/testenv"
 	"github.com/casebook/casebook/store"
 )
@@ -143,7 +143,7 @@ func TestLoadRun(t *testing.T) {
 				case status != http.StatusOK:
 					fail(fmt.Sprintf("%s: HTTP %d: %.200s", kind, status, body))
 				case kind == "webhook":
-					var r struct{ Alerts []handlers.AlertResult }
+					var r struct{ Alerts []incident.AlertResult }
 					if err := json.Unmarshal(body, &r); err != nil || len(r.Alerts) != len(fps) {
 						fail(fmt.Sprintf("webhook reply %.200s: %v", body, err))
 						continue
@@ -312,7 +312,7 @@ func webhookStorm(t *testing.T, ctx context.Context, cb *testenv.Process, client
 			req.Header.Set("Authorization", "Bearer "+token)
 			req.Header.Set("Content-Type", "application/json")
 			status, body, took := do(client, req)
-			var r struct{ Alerts []handlers.AlertResult }
+			var r struct{ Alerts []incident.AlertResult }
 			if status != http.StatusOK || json.Unmarshal(body, &r) != nil || len(r.Alerts) != len(fps) {
 				fail(fmt.Sprintf("storm webhook: HTTP %d %.200s", status, body))
 				return
@@ -399,7 +399,7 @@ func alertMessage(model string, fingerprints []string, startsAt time.Time) []byt
 	return b
 }
 
-func postAlerts(t *testing.T, cb *testenv.Process, client *http.Client, token string, msg []byte) []handlers.AlertResult {
+func postAlerts(t *testing.T, cb *testenv.Process, client *http.Client, token string, msg []byte) []incident.AlertResult {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, cb.URL+"/api/v1/alerts/alertmanager", bytes.NewReader(msg))
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -408,7 +408,7 @@ func postAlerts(t *testing.T, cb *testenv.Process, client *http.Client, token st
 	if status != http.StatusOK {
 		cb.Fatalf(t, "POST webhook: HTTP %d: %s", status, body)
 	}
-	var r struct{ Alerts []handlers.AlertResult }
+	var r struct{ Alerts []incident.AlertResult }
 	if err := json.Unmarshal(body, &r); err != nil {
 		cb.Fatalf(t, "webhook reply %s: %v", body, err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/diagnose/forecast"
 	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/incident"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/telemetry"
 	"github.com/casebook/casebook/telemetry/sim"
@@ -283,12 +284,14 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 		return err
 	}
 	go changes.Run(ctx, time.Minute)
+	svc := incident.New(incident.Options{
+		Archive: st, Capture: tel, Diagnoser: engine, Learner: engine,
+		InstanceLabel: cfg.InstanceLabel, Logger: log,
+	})
 	inc := handlers.NewIncidents(handlers.IncidentDeps{
 		Changes:       changes,
 		Archive:       st,
-		Capture:       tel,
-		Diagnoser:     engine,
-		AlertToken:    cfg.WebhookToken,
+		Service:       svc,
 		Layout:        func(title, nav string) views.LayoutView { return layout(title, nav) },
 		BaseURL:       cfg.BaseURL,
 		Logger:        log,
@@ -296,7 +299,7 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 	})
 	// Every reviewed incident teaches the engine before the first
 	// diagnosis; a failure only delays that to the first diagnosis.
-	if n, err := inc.LoadCases(ctx); err != nil {
+	if n, err := svc.LoadCases(ctx); err != nil {
 		log.Warn("knowledge base: could not load reviewed incidents; retrying at the first diagnosis", "err", err)
 	} else {
 		log.Info("knowledge base loaded", "cases", n)
@@ -311,7 +314,7 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 		Telemetry:      tel,
 		Diagnoser:      engine,
 		Incidents:      inc,
-		IncidentOpener: inc,
+		IncidentOpener: svc,
 		Logger:         log,
 		Registry:       reg,
 		Auth: web.AuthOptions{
@@ -334,7 +337,7 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 	layout = srv.Handlers.Layout
 
 	if cfg.Detect != "off" && cfg.Detect != "false" {
-		w, err := newWatcher(cfg, tel, inc, log)
+		w, err := newWatcher(cfg, tel, svc, log)
 		if err != nil {
 			return err
 		}
@@ -422,10 +425,10 @@ func (g gpuInventory) GPUs(ctx context.Context, window time.Duration, at time.Ti
 
 // newWatcher builds the dynamic-threshold detector over the telemetry,
 // opening incidents through the archive's one incident path.
-func newWatcher(cfg serveConfig, tel *telemetry.Telemetry, inc *handlers.Incidents, log *slog.Logger) (*watch.Watcher, error) {
+func newWatcher(cfg serveConfig, tel *telemetry.Telemetry, svc *incident.Service, log *slog.Logger) (*watch.Watcher, error) {
 	opts := watch.Options{
 		Source:      tel,
-		Opener:      inc,
+		Opener:      svc,
 		Interval:    cfg.DetectInterval,
 		Consecutive: cfg.DetectConsecutive,
 		Corroborate: cfg.DetectCorroborate,

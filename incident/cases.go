@@ -1,4 +1,4 @@
-package handlers
+package incident
 
 import (
 	"context"
@@ -8,31 +8,13 @@ import (
 
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/store"
-	"github.com/casebook/casebook/views"
 )
-
-// CaseLearner is a Diagnoser that learns from reviewed incidents for
-// similar-case matching, from signatures computed once per label and kept
-// in the archive. *diagnose.Engine implements it; a Diagnoser that does
-// not is used without matching.
-type CaseLearner interface {
-	// LearnSigned replaces every learned case.
-	LearnSigned(cases []diagnose.SignedCase) error
-	// LearnSignedCase learns one case, replacing an earlier one with its ID.
-	LearnSignedCase(c diagnose.SignedCase) error
-}
 
 // caseState tracks whether the archive's reviewed incidents have been
 // loaded into the diagnoser.
 type caseState struct {
 	mu     sync.Mutex
 	loaded bool
-}
-
-// learner returns the diagnoser as a CaseLearner, or nil.
-func (h *Incidents) learner() CaseLearner {
-	l, _ := h.d.Diagnoser.(CaseLearner)
-	return l
 }
 
 // backfillBatch is how many reviewed incidents without a usable stored
@@ -55,19 +37,19 @@ type unsigned struct {
 // that happens once. The console calls it at start; the incident handlers
 // call it before their first diagnosis if nothing did, and learn each new
 // label as it is added.
-func (h *Incidents) LoadCases(ctx context.Context) (int, error) {
-	l := h.learner()
+func (s *Service) LoadCases(ctx context.Context) (int, error) {
+	l := s.o.Learner
 	if l == nil {
 		return 0, nil
 	}
-	h.cases.mu.Lock()
-	defer h.cases.mu.Unlock()
+	s.cases.mu.Lock()
+	defer s.cases.mu.Unlock()
 	var (
 		cases   []diagnose.SignedCase
 		missing []unsigned
 		bad     int
 	)
-	err := h.d.Archive.EachReviewedCase(ctx, diagnose.SignatureVersion, func(rc store.ReviewedCase) error {
+	err := s.o.Archive.EachReviewedCase(ctx, diagnose.SignatureVersion, func(rc store.ReviewedCase) error {
 		c := diagnose.SignedCase{ID: strconv.FormatInt(rc.IncidentID, 10), Cause: rc.Cause, Review: reviewOf(rc.Verdict), At: rc.At}
 		if rc.Signature != nil {
 			if err := c.Signature.UnmarshalBinary(rc.Signature); err == nil {
@@ -84,17 +66,17 @@ func (h *Incidents) LoadCases(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("incidents: load reviewed incidents: %w", err)
 	}
 	if bad > 0 {
-		h.d.Logger.WarnContext(ctx, "incidents: stored case signatures unreadable; signing their snapshots again", "cases", bad)
+		s.o.Logger.WarnContext(ctx, "incidents: stored case signatures unreadable; signing their snapshots again", "cases", bad)
 	}
 	if len(missing) > 0 {
-		if cases, err = h.backfill(ctx, cases, missing); err != nil {
+		if cases, err = s.backfill(ctx, cases, missing); err != nil {
 			return 0, err
 		}
 	}
 	if err := l.LearnSigned(cases); err != nil {
 		return 0, fmt.Errorf("incidents: learn reviewed incidents: %w", err)
 	}
-	h.cases.loaded = true
+	s.cases.loaded = true
 	return len(cases), nil
 }
 
@@ -102,7 +84,7 @@ func (h *Incidents) LoadCases(ctx context.Context) (int, error) {
 // signatures, and returns cases without those that teach nothing (no
 // snapshot values). A failed store is logged: the cases are learned all
 // the same and signed again at the next start.
-func (h *Incidents) backfill(ctx context.Context, cases []diagnose.SignedCase, missing []unsigned) ([]diagnose.SignedCase, error) {
+func (s *Service) backfill(ctx context.Context, cases []diagnose.SignedCase, missing []unsigned) ([]diagnose.SignedCase, error) {
 	drop := make(map[int]bool)
 	stored := 0
 	for lo := 0; lo < len(missing); lo += backfillBatch {
@@ -111,12 +93,12 @@ func (h *Incidents) backfill(ctx context.Context, cases []diagnose.SignedCase, m
 		for i, u := range part {
 			ids[i] = u.id
 		}
-		snaps, unreadable, err := h.d.Archive.CaseSnapshots(ctx, ids)
+		snaps, unreadable, err := s.o.Archive.CaseSnapshots(ctx, ids)
 		if err != nil {
 			return nil, fmt.Errorf("incidents: sign reviewed incidents: %w", err)
 		}
 		if len(unreadable) > 0 {
-			h.d.Logger.WarnContext(ctx, "incidents: reviewed incidents with an unreadable snapshot teach nothing", "incidents", unreadable)
+			s.o.Logger.WarnContext(ctx, "incidents: reviewed incidents with an unreadable snapshot teach nothing", "incidents", unreadable)
 		}
 		rows := make([]store.CaseSignature, 0, len(part))
 		for _, u := range part {
@@ -129,13 +111,13 @@ func (h *Incidents) backfill(ctx context.Context, cases []diagnose.SignedCase, m
 			c.Signature = diagnose.NewSignature(snap)
 			rows = append(rows, signatureRow(u.id, *c))
 		}
-		n, err := h.d.Archive.PutCaseSignatures(ctx, rows)
+		n, err := s.o.Archive.PutCaseSignatures(ctx, rows)
 		if err != nil {
-			h.d.Logger.WarnContext(ctx, "incidents: case signatures not stored; signing them again at the next start", "cases", len(rows), "err", err)
+			s.o.Logger.WarnContext(ctx, "incidents: case signatures not stored; signing them again at the next start", "cases", len(rows), "err", err)
 		}
 		stored += n
 	}
-	h.d.Logger.InfoContext(ctx, "incidents: signed reviewed incidents without a stored signature", "signed", len(missing)-len(drop), "stored", stored)
+	s.o.Logger.InfoContext(ctx, "incidents: signed reviewed incidents without a stored signature", "signed", len(missing)-len(drop), "stored", stored)
 	if len(drop) == 0 {
 		return cases, nil
 	}
@@ -170,53 +152,48 @@ func signatureRow(id int64, c diagnose.SignedCase) store.CaseSignature {
 // ensureCases loads the reviewed incidents once, before the first
 // diagnosis that could use them. A failure is logged and retried on the
 // next call; the diagnosis goes ahead with the rules.
-func (h *Incidents) ensureCases(ctx context.Context) { h.firstLoad(ctx) }
-
-// firstLoad is ensureCases, reporting whether this call loaded cases into
-// the diagnoser (so a diagnosis made before it is stale).
-func (h *Incidents) firstLoad(ctx context.Context) bool {
-	if h.learner() == nil {
-		return false
+func (s *Service) ensureCases(ctx context.Context) {
+	if s.o.Learner == nil {
+		return
 	}
-	h.cases.mu.Lock()
-	loaded := h.cases.loaded
-	h.cases.mu.Unlock()
+	s.cases.mu.Lock()
+	loaded := s.cases.loaded
+	s.cases.mu.Unlock()
 	if loaded {
-		return false
+		return
 	}
-	n, err := h.LoadCases(ctx)
+	n, err := s.LoadCases(ctx)
 	if err != nil {
-		h.d.Logger.WarnContext(ctx, "incidents: knowledge base not loaded", "err", err)
-		return false
+		s.o.Logger.WarnContext(ctx, "incidents: knowledge base not loaded", "err", err)
+		return
 	}
-	h.d.Logger.InfoContext(ctx, "incidents: knowledge base loaded", "cases", n)
-	return n > 0
+	s.o.Logger.InfoContext(ctx, "incidents: knowledge base loaded", "cases", n)
 }
 
 // learnIncident signs the current label of incident id after a review,
 // stores the signature beside the label and teaches the diagnoser the
 // case. The label itself is already stored: failures are logged, and a
 // signature that was not stored is computed again at the next start.
-func (h *Incidents) learnIncident(ctx context.Context, id int64) {
-	inc, err := h.d.Archive.Incident(ctx, id)
+func (s *Service) learnIncident(ctx context.Context, id int64) {
+	inc, err := s.o.Archive.Incident(ctx, id)
 	if err != nil {
-		h.d.Logger.WarnContext(ctx, "incidents: label not learned", "incident", id, "err", err)
+		s.o.Logger.WarnContext(ctx, "incidents: label not learned", "incident", id, "err", err)
 		return
 	}
 	c, ok := signedCase(inc)
 	if !ok {
 		return
 	}
-	if _, err := h.d.Archive.PutCaseSignatures(ctx, []store.CaseSignature{signatureRow(inc.ID, c)}); err != nil {
-		h.d.Logger.WarnContext(ctx, "incidents: case signature not stored; it is recomputed at the next start", "incident", id, "err", err)
+	if _, err := s.o.Archive.PutCaseSignatures(ctx, []store.CaseSignature{signatureRow(inc.ID, c)}); err != nil {
+		s.o.Logger.WarnContext(ctx, "incidents: case signature not stored; it is recomputed at the next start", "incident", id, "err", err)
 	}
-	l := h.learner()
+	l := s.o.Learner
 	if l == nil {
 		return
 	}
-	h.ensureCases(ctx) // a first load already includes this label
+	s.ensureCases(ctx) // a first load already includes this label
 	if err := l.LearnSignedCase(c); err != nil {
-		h.d.Logger.WarnContext(ctx, "incidents: label not learned", "incident", id, "err", err)
+		s.o.Logger.WarnContext(ctx, "incidents: label not learned", "incident", id, "err", err)
 	}
 }
 
@@ -239,23 +216,4 @@ func signedCase(inc store.Incident) (diagnose.SignedCase, bool) {
 	}
 	c.Signature = diagnose.NewSignature(inc.Snapshot)
 	return c, true
-}
-
-// similarIncidents resolves the similar cases of a diagnosis to archived
-// incidents for the incident page: title, verdict, true cause, similarity
-// and the deviations they share. Cases that are not incidents of this
-// archive (ids from a case file) or no longer exist are listed without a
-// link.
-func (h *Incidents) similarIncidents(ctx context.Context, d diagnose.Diagnosis, self int64, title func(string) string) []views.SimilarIncident {
-	var out []views.SimilarIncident
-	for _, sc := range d.SimilarCases {
-		row := views.SimilarIncident{Case: sc.ID, Cause: sc.RootCause, CauseTitle: title(sc.RootCause), Similarity: sc.Similarity, Shared: sc.Shared}
-		if id, err := strconv.ParseInt(sc.ID, 10, 64); err == nil && id > 0 && id != self {
-			if inc, err := h.d.Archive.Incident(ctx, id); err == nil {
-				row.ID, row.Title, row.Verdict, row.OpenedAt = inc.ID, inc.Title, string(inc.Verdict), inc.OpenedAt
-			}
-		}
-		out = append(out, row)
-	}
-	return out
 }

@@ -1,11 +1,28 @@
-package handlers_test
+package incident_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/incident"
 )
+
+// alertBody is a webhook message of one alert as Alertmanager 0.28 sends
+// it, with an extra top-level key when extra is set.
+func alertBody(status, fingerprint, model, pod, summary string, extra string) string {
+	ends := "0001-01-01T00:00:00Z"
+	if status == "resolved" {
+		ends = "2026-11-30T04:58:00Z"
+	}
+	return fmt.Sprintf(`{"version":"4","groupKey":"{}:{alertname=\"VLLMHighTTFT\"}","truncatedAlerts":0,"status":%q,"receiver":"casebook",
+		"groupLabels":{"alertname":"VLLMHighTTFT"},"commonLabels":{"alertname":"VLLMHighTTFT","severity":"critical"},"commonAnnotations":{},
+		"routeLabels":{},"externalURL":"http://am:9093","notification_reason":"first notification"%s,
+		"alerts":[{"status":%q,"labels":{"alertname":"VLLMHighTTFT","severity":"critical","model_name":%q,"pod":%q},
+		"annotations":{"summary":%q},"startsAt":"2026-11-30T04:52:00.123456789Z","endsAt":%q,
+		"generatorURL":"http://prom:9090/graph","fingerprint":%q,"futureKey":{"nested":true}}]}`,
+		status, extra, status, model, pod, summary, ends, fingerprint)
+}
 
 func TestDecodeAlertmanager(t *testing.T) {
 	good := alertBody("firing", "a1b2c3d4e5f60718", "llama-70b", "llama-70b-1", "TTFT high", `,"someNewKey":[1,2,3]`)
@@ -22,10 +39,13 @@ func TestDecodeAlertmanager(t *testing.T) {
 		{"no fingerprint", strings.Replace(good, `"fingerprint":"a1b2c3d4e5f60718"`, `"fingerprint":""`, 1), "fingerprint"},
 		{"no startsAt", strings.Replace(good, `"startsAt":"2026-11-30T04:52:00.123456789Z",`, ``, 1), "startsAt"},
 		{"bad time", strings.Replace(good, `"startsAt":"2026-11-30T04:52:00.123456789Z"`, `"startsAt":"yesterday"`, 1), "JSON"},
+		{"year 1", strings.Replace(good, `"startsAt":"2026-11-30T04:52:00.123456789Z"`, `"startsAt":"0001-01-01T00:00:01Z"`, 1), "alerts[0].startsAt 0001-01-01T00:00:01Z is outside the years"},
+		{"year 9999", strings.Replace(good, `"startsAt":"2026-11-30T04:52:00.123456789Z"`, `"startsAt":"9999-12-31T23:59:59Z"`, 1), "alerts[0].startsAt 9999-12-31T23:59:59Z is outside the years"},
+		{"negative truncatedAlerts", strings.Replace(good, `"truncatedAlerts":0`, `"truncatedAlerts":-3`, 1), "truncatedAlerts"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := handlers.DecodeAlertmanager([]byte(tc.body))
+			m, err := incident.DecodeAlertmanager([]byte(tc.body))
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("decode: %v", err)
@@ -48,16 +68,17 @@ func FuzzDecodeAlertmanager(f *testing.F) {
 	f.Add([]byte(`{"version":"4","alerts":[{}]}`))
 	f.Add([]byte(`{"version":"4","alerts":null}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		m, err := handlers.DecodeAlertmanager(body)
+		m, err := incident.DecodeAlertmanager(body)
 		if err != nil {
 			return
 		}
 		// Whatever decodes must satisfy the checks the handler relies on.
-		if m.Version != "4" || len(m.Alerts) == 0 || len(m.Alerts) > handlers.MaxAlertsPerMessage {
+		if m.Version != "4" || len(m.Alerts) == 0 || m.TruncatedAlerts < 0 {
 			t.Fatalf("accepted message breaks the envelope rules: %+v", m)
 		}
 		for _, a := range m.Alerts {
-			if (a.Status != "firing" && a.Status != "resolved") || a.Fingerprint == "" || len(a.Fingerprint) > 64 || a.StartsAt.IsZero() {
+			if (a.Status != "firing" && a.Status != "resolved") || a.Fingerprint == "" || len(a.Fingerprint) > 64 || a.StartsAt.IsZero() ||
+				a.StartsAt.Year() < 1678 || a.StartsAt.Year() > 2261 {
 				t.Fatalf("accepted alert breaks the rules: %+v", a)
 			}
 		}
@@ -66,7 +87,7 @@ func FuzzDecodeAlertmanager(f *testing.F) {
 
 func TestDecodeAlertmanagerRefusesDeepNesting(t *testing.T) {
 	deep := `{"version":"4","alerts":[{"labels":{"x":` + strings.Repeat(`[`, 50) + strings.Repeat(`]`, 50) + `}}]}`
-	_, err := handlers.DecodeAlertmanager([]byte(deep))
+	_, err := incident.DecodeAlertmanager([]byte(deep))
 	if err == nil || !strings.Contains(err.Error(), "nested deeper than 8 levels") {
 		t.Fatalf("deeply nested body: %v, want the nesting limit named", err)
 	}
