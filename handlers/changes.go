@@ -15,8 +15,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/change"
-	"github.com/casebook/casebook/incident"
 	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/incident"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"

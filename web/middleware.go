@@ -92,7 +92,9 @@ func useMiddleware(e *echo.Echo, opts Options, om *observability, authn *authent
 	}))
 	// Kernel-trace uploads stream to disk under their own, larger limit
 	// and may take longer than a page to receive and parse.
-	ownLimit := func(c echo.Context) bool { return handlers.EnforcesOwnBodyLimit(c) || handlers.IsAlertmanagerWebhook(c) }
+	ownLimit := func(c echo.Context) bool {
+		return handlers.EnforcesOwnBodyLimit(c) || handlers.IsAlertmanagerWebhook(c)
+	}
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: opts.BodyLimit, Skipper: ownLimit}))
 	e.Use(middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{Timeout: opts.RequestTimeout, Skipper: handlers.EnforcesOwnBodyLimit}))
 	// Who is asking, may they, and did their form come from our page.
