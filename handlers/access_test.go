@@ -279,7 +279,7 @@ func TestFormTokens(t *testing.T) {
 	if len(notes) == 0 || notes[0].Author != "re" {
 		t.Errorf("notes %+v, want the first by re", notes)
 	}
-	if len(notes) < 2 || notes[1].Author != "w" {
+	if len(notes) < 2 || notes[1].Author != "token w" {
 		t.Errorf("notes %+v, want the second by the token w", notes)
 	}
 }

@@ -190,19 +190,23 @@ func (h *Accounts) Logout(c echo.Context) error {
 
 // author is the name recorded for a label, note or share link: the
 // signed-in user when there is one (a session or the proxy), else the name
-// the form or request gave, else the principal's (a token's name).
+// the form or request gave; an API token is "token NAME", whatever its
+// request says, so a token cannot write as a person.
 func author(c echo.Context, given string) string {
 	p := auth.FromContext(c.Request().Context())
-	if p.Name != "" && (p.Kind == auth.KindSession || p.Kind == auth.KindProxy) {
-		return p.Name
+	switch p.Kind {
+	case auth.KindSession, auth.KindProxy:
+		if p.Name != "" {
+			return p.Name
+		}
+	case auth.KindToken:
+		// A token writes as itself: its "by" may not name a person.
+		return "token " + p.Name
 	}
 	if g := strings.TrimSpace(given); g != "" {
 		return g
 	}
-	if p.Name != "" {
-		return p.Name
-	}
-	return ""
+	return p.Name
 }
 
 // webhookToken reports whether the request carries an API token with the

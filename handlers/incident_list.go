@@ -46,6 +46,9 @@ func parseListFilter(q url.Values) (store.ListFilter, views.IncidentFilters, err
 			return f, vf, badParam("to", "%v", err)
 		}
 	}
+	if !f.From.IsZero() && !f.To.IsZero() && f.From.After(f.To) {
+		return f, vf, badParam("from", "%s is after to (%s)", vf.From, vf.To)
+	}
 	if f.After, err = store.ParseCursor(q.Get("after")); err != nil {
 		return f, vf, badParam("after", "is not a page cursor from this list")
 	}
