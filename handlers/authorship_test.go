@@ -75,3 +75,26 @@ func TestIncidentListRefusesReversedRange(t *testing.T) {
 		}
 	}
 }
+
+// TestIncidentPageShowsLostAlerts checks that an incident opened from a
+// message that dropped or truncated alerts says so on its page.
+func TestIncidentPageShowsLostAlerts(t *testing.T) {
+	f := newAuthFixture(t, web.AuthNone, "")
+	inc, _, err := f.st.OpenIncident(context.Background(), store.NewIncident{Title: "t", Scope: incidentScope, Trigger: store.TriggerAlertmanager,
+		TriggerDetail: []byte(`{"alertname":"VLLMHighTTFT","dropped_alerts":1500,"truncated_alerts":20}`),
+		Alert:         &store.Alert{Fingerprint: "0a", StartsAt: time.Now().Add(-time.Minute), State: store.AlertFiring},
+		OpenedAt:      time.Now(), WindowStart: time.Now().Add(-time.Hour), WindowEnd: time.Now()},
+		store.DiagnosisRecord{EngineVersion: "test", CreatedAt: time.Now(), RootCause: metrics.CauseQueueBacklog, Body: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := f.do(t, http.MethodGet, "/incidents/"+strconv.FormatInt(inc.ID, 10), nil, nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d %.300s", r.status, r.body)
+	}
+	for _, want := range []string{"1500 alerts of its group were past", "Alertmanager left 20 more out of the message"} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("incident page lacks %q", want)
+		}
+	}
+}

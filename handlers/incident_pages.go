@@ -98,10 +98,11 @@ func triggerText(inc store.Incident) string {
 	str := func(k string) string { s, _ := detail[k].(string); return s }
 	switch inc.Trigger {
 	case store.TriggerAlertmanager:
+		text := "Alertmanager alert"
 		if n := str("alertname"); n != "" {
-			return "Alertmanager alert " + n
+			text += " " + n
 		}
-		return "Alertmanager alert"
+		return text + lostAlertsText(detail)
 	case store.TriggerDetector:
 		if left := bandsLeft(inc.TriggerDetail); left != "" {
 			return "Dynamic-threshold detector: " + left
@@ -113,6 +114,25 @@ func triggerText(inc store.Incident) string {
 	default:
 		return "Diagnose now (manual)"
 	}
+}
+
+// lostAlertsText says how many alerts of the incident's webhook message
+// opened nothing: dropped past the per-message limit, or truncated by
+// Alertmanager's max_alerts; "" when none were.
+func lostAlertsText(detail map[string]any) string {
+	dropped, _ := detail["dropped_alerts"].(float64)
+	truncated, _ := detail["truncated_alerts"].(float64)
+	var parts []string
+	if dropped > 0 {
+		parts = append(parts, fmt.Sprintf("%.0f alerts of its group were past Casebook's limit of %d per message and opened no incident", dropped, incident.MaxAlertsPerMessage))
+	}
+	if truncated > 0 {
+		parts = append(parts, fmt.Sprintf("Alertmanager left %.0f more out of the message (max_alerts)", truncated))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 // bandsLeft says which forecast bands a detector incident's metrics left

@@ -141,6 +141,9 @@ func (s *Service) CompleteWindows(ctx context.Context, inc *store.Incident) {
 	if end.After(now) {
 		end = now
 	}
+	if !end.After(inc.WindowStart) { // a clock set back since the incident opened
+		return
+	}
 	ws, err := s.o.Capture.Range(ctx, inc.Scope, metrics.IDs(), metrics.Range{Start: inc.WindowStart, End: end, Step: s.o.Step})
 	if err != nil {
 		s.o.Logger.WarnContext(ctx, "incidents: complete chart windows", "incident", inc.ID, "err", err)
