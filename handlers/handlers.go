@@ -71,8 +71,16 @@ type Deps struct {
 	Deviations func(metrics.Snapshot) map[string]diagnose.Deviation
 	// Diagnoses counts diagnoses made; nil counts nothing.
 	Diagnoses Counter
-	Assets    views.Assets
-	Logger    *slog.Logger
+	// Layout frames every page; nil means a Layout over Telemetry with
+	// Assets.
+	Layout *Layout
+	Assets views.Assets
+	// Forecaster draws forecast bands on the live charts; nil draws none.
+	Forecaster Forecaster
+	// Storage describes the embedded metric store on the storage page;
+	// nil says the metrics are stored remotely.
+	Storage StorageReporter
+	Logger  *slog.Logger
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 }
@@ -84,6 +92,7 @@ type Handlers struct {
 	Diagnoses *Diagnoses
 	Faults    *Faults
 	Health    *Health
+	Storage   *Storage
 	deps      *Deps
 }
 
@@ -101,10 +110,14 @@ func New(d Deps) *Handlers {
 	if d.Diagnoses == nil {
 		d.Diagnoses = noCounter{}
 	}
+	if d.Layout == nil {
+		d.Layout = NewLayout(d.Telemetry, d.Assets, d.Faults != nil, d.Now)
+	}
 	dp := &d
 	return &Handlers{
 		Overview:  &Overview{dp},
-		Scopes:    &Scopes{d: dp},
+		Scopes:    &Scopes{d: dp, fc: d.Forecaster},
+		Storage:   &Storage{dp},
 		Diagnoses: &Diagnoses{dp},
 		Faults:    &Faults{dp},
 		Health:    &Health{dp},
@@ -117,13 +130,35 @@ func (h *Handlers) Layout(title, nav string) views.LayoutView {
 	return h.deps.layout(title, nav)
 }
 
-func (d *Deps) layout(title, nav string) views.LayoutView {
-	l := views.LayoutView{Title: title, Nav: nav, Assets: d.Assets, ShowFaults: d.Faults != nil}
-	if d.Telemetry == nil {
+func (d *Deps) layout(title, nav string) views.LayoutView { return d.Layout.Page(title, nav) }
+
+// Layout frames every page: navigation, assets, and a banner for each
+// failing metric source. Build it first: every handler renders through it.
+type Layout struct {
+	status     interface{ Status() []metrics.SourceStatus }
+	assets     views.Assets
+	showFaults bool
+	now        func() time.Time
+}
+
+// NewLayout returns the page frame over the metric sources' status (nil:
+// no banners); showFaults offers the demo fault panel; now nil means
+// time.Now.
+func NewLayout(status interface{ Status() []metrics.SourceStatus }, assets views.Assets, showFaults bool, now func() time.Time) *Layout {
+	if now == nil {
+		now = time.Now
+	}
+	return &Layout{status: status, assets: assets, showFaults: showFaults, now: now}
+}
+
+// Page returns the layout view model of one page.
+func (lo *Layout) Page(title, nav string) views.LayoutView {
+	l := views.LayoutView{Title: title, Nav: nav, Assets: lo.assets, ShowFaults: lo.showFaults}
+	if lo.status == nil {
 		return l
 	}
-	now := d.Now()
-	for _, s := range d.Telemetry.Status() {
+	now := lo.now()
+	for _, s := range lo.status.Status() {
 		if s.OK {
 			continue
 		}

@@ -28,10 +28,6 @@ type Forecaster interface {
 	Band(scope metrics.Scope, metric string, start, end time.Time, step time.Duration) (lower, upper []metrics.Sample, ok bool)
 }
 
-// SetForecaster makes the live charts draw the forecast band of each
-// chart's first metric that has one. Call it before serving.
-func (h *Scopes) SetForecaster(f Forecaster) { h.fc = f }
-
 // chartDef is one chart of a dimension panel: its metrics share a unit.
 type chartDef struct {
 	id, title, unit string

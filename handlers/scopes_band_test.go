@@ -42,11 +42,12 @@ func TestLiveChartsDrawTheForecastBand(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := web.New(web.Options{Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{Result: handlerstest.EvictionDiagnosis()},
-				Deviations: handlerstest.Deviations, Now: func() time.Time { return tel.End }})
+			opts := web.Options{Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{Result: handlerstest.EvictionDiagnosis()},
+				Deviations: handlerstest.Deviations, Now: func() time.Time { return tel.End }}
 			if tc.fc != nil {
-				s.Handlers.Scopes.SetForecaster(*tc.fc)
+				opts.Forecaster = *tc.fc
 			}
+			s := web.New(opts)
 			srv := httptest.NewServer(s)
 			defer srv.Close()
 			res, err := http.Get(srv.URL + "/scopes/llama-70b/llama-70b-1?range=1h")

@@ -21,16 +21,11 @@ type StorageReporter interface {
 // use, oldest sample and downsampler lag.
 type Storage struct{ d *Deps }
 
-// NewStorage returns the storage page handler over the handlers' Deps. The
-// page reads the Telemetry dependency when it implements StorageReporter
-// and otherwise says that storage is managed remotely.
-func NewStorage(h *Handlers) *Storage { return &Storage{h.deps} }
-
 // Show renders the storage page.
 func (h *Storage) Show(c echo.Context) error {
 	vm := views.StorageView{Layout: h.d.layout("Storage", views.NavStorage), Now: h.d.Now()}
-	if sr, ok := h.d.Telemetry.(StorageReporter); ok {
-		st, err := sr.Storage()
+	if h.d.Storage != nil {
+		st, err := h.d.Storage.Storage()
 		switch {
 		case errors.Is(err, telemetry.ErrNoTiers):
 		case err != nil:

@@ -40,19 +40,19 @@ func TestStoragePage(t *testing.T) {
 	}{
 		{
 			name: "embedded",
-			tel:  web.Options{Telemetry: storageTelemetry{Telemetry: tel, stats: stats}},
+			tel:  web.Options{Telemetry: tel, Storage: storageTelemetry{Telemetry: tel, stats: stats}},
 			want: []string{`data-testid="storage-tiers"`, `data-tier="raw"`, `data-tier="1m"`, `data-tier="1h"`,
 				"76800.0 samples/s", "3 GiB", "12 MiB", "1m35s", "365d", `class="active" data-testid="nav-storage"`},
 			wantAbsent: []string{`data-testid="storage-remote"`, `data-testid="storage-error"`},
 		},
 		{
 			name: "downsampler failing",
-			tel:  web.Options{Telemetry: storageTelemetry{Telemetry: tel, stats: telemetry.StorageStats{LastError: "disk full"}}},
+			tel:  web.Options{Telemetry: tel, Storage: storageTelemetry{Telemetry: tel, stats: telemetry.StorageStats{LastError: "disk full"}}},
 			want: []string{`data-testid="storage-error"`, "disk full"},
 		},
 		{
 			name:       "remote",
-			tel:        web.Options{Telemetry: storageTelemetry{Telemetry: tel, err: telemetry.ErrNoTiers}},
+			tel:        web.Options{Telemetry: tel, Storage: storageTelemetry{Telemetry: tel, err: telemetry.ErrNoTiers}},
 			want:       []string{`data-testid="storage-remote"`},
 			wantAbsent: []string{`data-testid="storage-tiers"`},
 		},
@@ -64,7 +64,7 @@ func TestStoragePage(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tel, func(o *web.Options) { o.Telemetry = tc.tel.Telemetry })
+			f := newFixture(t, tel, func(o *web.Options) { o.Storage = tc.tel.Storage })
 			res := f.do(t, http.MethodGet, "/storage", nil, nil)
 			if res.status != http.StatusOK {
 				t.Fatalf("status %d: %s", res.status, res.body)

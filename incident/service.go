@@ -255,3 +255,13 @@ func truncate(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// Diagnoser is the service's diagnosis as a plain Diagnoser, for callers
+// without a context (the JSON API): it loads the knowledge base first.
+func (s *Service) Diagnoser() Diagnoser { return serviceDiagnoser{s} }
+
+type serviceDiagnoser struct{ s *Service }
+
+func (d serviceDiagnoser) Diagnose(snap metrics.Snapshot) diagnose.Diagnosis {
+	return d.s.diagnose(context.Background(), snap)
+}

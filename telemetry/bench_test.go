@@ -24,11 +24,12 @@ import (
 func BenchmarkScrapeCycle(b *testing.B) {
 	db := openTestDB(b)
 	start := time.Now().Add(-24 * time.Hour)
-	c := sim.New(sim.Options{Start: start})
+	c := &simDemo{c: sim.New(sim.Options{Start: start})}
 	client := &http.Client{Transport: handlerTransport{h: c.Handler()}}
 	status := newStatusBoard(slog.New(slog.DiscardHandler))
 	var loops []*scrapeLoop
-	for _, tg := range demoTargets(c) {
+	for _, tg := range c.Targets() {
+		tg.URL = demoBaseURL + tg.URL
 		st, err := resolveTarget(tg, DefaultScrapeInterval)
 		if err != nil {
 			b.Fatal(err)
@@ -53,7 +54,7 @@ func BenchmarkScrapeCycle(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		now = now.Add(DefaultScrapeInterval)
-		c.Advance(now)
+		c.c.Advance(now)
 		b.StartTimer()
 		cycle()
 	}
@@ -72,7 +73,7 @@ func BenchmarkBackfill7d(b *testing.B) {
 		db.DisableCompactions() // as Open does during the back-fill
 		to := time.Now().Truncate(time.Minute)
 		from := to.Add(-demoBackfill)
-		c := sim.New(sim.Options{Start: from})
+		c := &simDemo{c: sim.New(sim.Options{Start: from})}
 		b.StartTimer()
 		began, cpu0 := time.Now(), cpuTime()
 		n, err := backfillCluster(context.Background(), db, c, from, to, demoBackfillStep, families{}, "casebook-sim:80")
@@ -109,7 +110,7 @@ func BenchmarkSimOnly7d(b *testing.B) {
 // catalog metric now and 60 history points) on the demo cluster.
 func BenchmarkSnapshot(b *testing.B) {
 	tel := openBenchDemo(b, 3*time.Hour)
-	tg := tel.Simulator().Targets()[0]
+	tg := simulator(tel).Targets()[0]
 	scope := metrics.Scope{Model: tg.Model, Instance: tg.Instance}
 	ctx := context.Background()
 	at := time.Now()
@@ -129,7 +130,7 @@ func BenchmarkSnapshot(b *testing.B) {
 // model (every catalog metric) over seven days at a ten-minute step.
 func BenchmarkRange7dAllDimensions(b *testing.B) {
 	tel := openBenchDemo(b, demoBackfill)
-	scope := metrics.Scope{Model: tel.Simulator().Targets()[0].Model}
+	scope := metrics.Scope{Model: simulator(tel).Targets()[0].Model}
 	ctx := context.Background()
 	end := time.Now()
 	r := metrics.Range{Start: end.Add(-demoBackfill), End: end, Step: 10 * time.Minute}
@@ -153,7 +154,7 @@ func BenchmarkRange7dAllDimensions(b *testing.B) {
 
 func openBenchDemo(b *testing.B, backfill time.Duration) *Telemetry {
 	b.Helper()
-	tel, err := open(context.Background(), Options{DataDir: b.TempDir(), Demo: true}, backfill)
+	tel, err := open(context.Background(), Options{DataDir: b.TempDir(), Demo: newSimDemo()}, backfill)
 	if err != nil {
 		b.Fatal(err)
 	}

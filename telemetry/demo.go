@@ -14,9 +14,38 @@ import (
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/textparse"
 	"github.com/prometheus/prometheus/storage"
-
-	"github.com/casebook/casebook/telemetry/sim"
 )
+
+// DemoSource is an in-process cluster (the demo's simulator): the
+// embedded mode back-fills its history, then scrapes its endpoints through
+// its Handler while it runs with the wall clock.
+type DemoSource interface {
+	// Handler serves the cluster's /metrics endpoints.
+	Handler() http.Handler
+	// Targets are the endpoints to scrape: URL is a path on Handler, and
+	// Labels what a Kubernetes scrape of the same cluster would add.
+	Targets() []Target
+	// Backfill emits every series' value from `from` to `to` at `step`,
+	// as scrapes at those instants would have seen it, and leaves the
+	// cluster at `to`.
+	Backfill(from, to time.Time, step time.Duration, emit func(DemoSample) error) error
+	// Run advances the cluster with the wall clock until ctx ends.
+	Run(ctx context.Context, tick time.Duration)
+}
+
+// DemoSample is one back-filled series value.
+type DemoSample struct {
+	// Key is a stable unique id of the series.
+	Key string
+	// Labels are the series' own labels, __name__ included, as its
+	// endpoint exposes them; the slice may be reused after emit returns.
+	Labels []Label
+	T      time.Time
+	V      float64
+}
+
+// Label is one name/value pair of a series.
+type Label struct{ Name, Value string }
 
 // Demo mode settings.
 const (
@@ -36,35 +65,21 @@ const (
 
 // Jobs of the demo targets, as a Prometheus scrape config would name them.
 const (
-	demoJobEngine  = "vllm"
-	demoJobGPU     = "dcgm-exporter"
-	demoJobGateway = "gateway"
+	JobEngine  = "vllm"
+	JobGPU     = "dcgm-exporter"
+	JobGateway = "gateway"
 )
 
-// demoTargets lists the simulator's endpoints as scrape targets, labelled
-// like a Kubernetes scrape of the same cluster would label them.
-func demoTargets(c *sim.Cluster) []Target {
-	var out []Target
-	for _, st := range c.Targets() {
-		out = append(out,
-			Target{URL: demoBaseURL + st.EnginePath, Labels: map[string]string{"job": demoJobEngine, GPUInstanceLabel: st.Instance}},
-			Target{URL: demoBaseURL + st.GPUPath, Labels: map[string]string{"job": demoJobGPU, GPUInstanceLabel: st.Instance}},
-		)
-	}
-	out = append(out, Target{URL: demoBaseURL + sim.GatewayPath, Labels: map[string]string{"job": demoJobGateway}})
-	return out
-}
-
-// startDemo creates the simulator, back-fills its history up to now and
-// starts scraping it live while it advances with the wall clock.
-func (t *Telemetry) startDemo(ctx, bg context.Context, backfill time.Duration) error {
+// startDemo back-fills the demo cluster's history up to now and starts
+// scraping it live while it advances with the wall clock.
+func (t *Telemetry) startDemo(ctx, bg context.Context, src DemoSource, backfill time.Duration) error {
 	now := time.Now().UTC().Truncate(demoBackfillStep)
 	from := now.Add(-backfill)
-	t.cluster = sim.New(sim.Options{Start: from})
-	client := &http.Client{Transport: handlerTransport{h: t.cluster.Handler()}}
+	client := &http.Client{Transport: handlerTransport{h: src.Handler()}}
 
 	var loops []*scrapeLoop
-	for _, tg := range demoTargets(t.cluster) {
+	for _, tg := range src.Targets() {
+		tg.URL = demoBaseURL + tg.URL
 		st, err := resolveTarget(tg, t.opts.ScrapeInterval)
 		if err != nil {
 			return err
@@ -80,7 +95,7 @@ func (t *Telemetry) startDemo(ctx, bg context.Context, backfill time.Duration) e
 	t.db.DisableCompactions()
 	began := time.Now()
 	dst, done := t.backfillTarget(now)
-	n, err := backfillCluster(ctx, dst, t.cluster, from, now, demoBackfillStep, fams, hostPortOf(demoBaseURL))
+	n, err := backfillCluster(ctx, dst, src, from, now, demoBackfillStep, fams, hostPortOf(demoBaseURL))
 	t.db.EnableCompactions()
 	if err == nil {
 		err = done()
@@ -96,7 +111,7 @@ func (t *Telemetry) startDemo(ctx, bg context.Context, backfill time.Duration) e
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		t.cluster.Run(bg, demoTick)
+		src.Run(bg, demoTick)
 	}()
 	for _, l := range loops {
 		t.startLoop(bg, l)
@@ -172,11 +187,11 @@ func (f families) jobForName(name string) string {
 	}
 	switch {
 	case strings.HasPrefix(name, "DCGM_"):
-		return demoJobGPU
+		return JobGPU
 	case strings.HasPrefix(name, "gateway_"):
-		return demoJobGateway
+		return JobGateway
 	default:
-		return demoJobEngine
+		return JobEngine
 	}
 }
 
@@ -200,7 +215,7 @@ type backfillRef struct {
 // The simulator and the TSDB work in a pipeline: while one batch is being
 // appended and committed, the simulator fills the next. It returns the
 // number of samples appended.
-func backfillCluster(ctx context.Context, db storage.Appendable, c *sim.Cluster, from, to time.Time, step time.Duration, fams families, instance string) (int, error) {
+func backfillCluster(ctx context.Context, db storage.Appendable, c DemoSource, from, to time.Time, step time.Duration, fams families, instance string) (int, error) {
 	batches := make(chan *backfillBatchBuf, 2)
 	free := make(chan *backfillBatchBuf, 3)
 	for range 3 {
@@ -230,7 +245,7 @@ func backfillCluster(ctx context.Context, db storage.Appendable, c *sim.Cluster,
 		}
 		return nil
 	}
-	err := c.Backfill(from, to, step, func(s sim.Sample) error {
+	err := c.Backfill(from, to, step, func(s DemoSample) error {
 		r, ok := refs[s.Key]
 		if !ok {
 			var err error
@@ -305,7 +320,7 @@ func appendBatch(ctx context.Context, db storage.Appendable, bb *backfillBatchBu
 // newBackfillRef builds the stored labels of a simulated series: its own
 // labels, normalised as the text parser normalises them, plus the job and
 // instance the live scrape adds.
-func (f families) newBackfillRef(b *labels.ScratchBuilder, s sim.Sample, instance string) (*backfillRef, error) {
+func (f families) newBackfillRef(b *labels.ScratchBuilder, s DemoSample, instance string) (*backfillRef, error) {
 	b.Reset()
 	name := ""
 	for _, l := range s.Labels {

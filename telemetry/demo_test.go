@@ -19,7 +19,7 @@ import (
 func openDemo(t testing.TB, backfill time.Duration) (*Telemetry, *logCounter) {
 	t.Helper()
 	logs := &logCounter{}
-	tel, err := open(context.Background(), Options{DataDir: t.TempDir(), Demo: true, Logger: slog.New(logs)}, backfill)
+	tel, err := open(context.Background(), Options{DataDir: t.TempDir(), Demo: newSimDemo(), Logger: slog.New(logs)}, backfill)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,14 +40,14 @@ func TestOpenDemo(t *testing.T) {
 	if n := logs.count(slog.LevelInfo, "demo history back-filled"); n != 1 {
 		t.Errorf("%d back-fill records, want 1", n)
 	}
-	if tel.Simulator() == nil {
+	if simulator(tel) == nil {
 		t.Fatal("demo mode has no simulator")
 	}
 	scopes, err := tel.Scopes(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	targets := tel.Simulator().Targets()
+	targets := simulator(tel).Targets()
 	models := map[string]bool{}
 	for _, tg := range targets {
 		models[tg.Model] = true
@@ -115,7 +115,7 @@ func TestOpenDemo(t *testing.T) {
 func TestDemoCatalog(t *testing.T) {
 	tel, _ := openDemo(t, 2*time.Hour)
 	ctx := context.Background()
-	tg := tel.Simulator().Targets()[0]
+	tg := simulator(tel).Targets()[0]
 	at := time.Now().Add(-10 * time.Minute)
 	for _, scope := range []metrics.Scope{{Model: tg.Model}, {Model: tg.Model, Instance: tg.Instance}} {
 		t.Run(scope.String(), func(t *testing.T) {
@@ -193,7 +193,7 @@ func TestDemoWithTargets(t *testing.T) {
 	k.Store(1)
 	srv := httptest.NewServer(loadFixture(t, "vllm.prom", &k))
 	defer srv.Close()
-	tel, err := open(context.Background(), Options{DataDir: t.TempDir(), Demo: true,
+	tel, err := open(context.Background(), Options{DataDir: t.TempDir(), Demo: newSimDemo(),
 		Targets: []Target{{URL: srv.URL, Labels: map[string]string{"pod": "extra-0"}}}}, 2*time.Hour)
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ func TestEngineInfoAndGPUUsageOnTheDemo(t *testing.T) {
 	}
 	tel, _ := openDemo(t, time.Hour)
 	ctx := context.Background()
-	c := tel.Simulator()
+	c := simulator(tel)
 	tg := c.Targets()[0]
 	cfg, err := c.Config(metrics.Scope{Model: tg.Model})
 	if err != nil {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"log/slog"
 	"math"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/prometheus/tsdb"
+
+	"github.com/casebook/casebook/telemetry/sim"
 )
 
 // logCounter is a slog handler that counts records, to check that a state
@@ -72,4 +75,44 @@ func near(got, want, relTol float64) bool {
 		return math.Abs(got) <= relTol
 	}
 	return math.Abs(got-want) <= relTol*math.Abs(want)
+}
+
+// simDemo offers the simulator as a DemoSource in this package's tests
+// (the console's own adapter, package demo, imports telemetry).
+type simDemo struct {
+	c   *sim.Cluster
+	buf []Label
+}
+
+func newSimDemo() *simDemo { return &simDemo{c: sim.New(sim.Options{})} }
+
+func (d *simDemo) Handler() http.Handler                       { return d.c.Handler() }
+func (d *simDemo) Run(ctx context.Context, tick time.Duration) { d.c.Run(ctx, tick) }
+
+func (d *simDemo) Targets() []Target {
+	var out []Target
+	for _, st := range d.c.Targets() {
+		out = append(out,
+			Target{URL: st.EnginePath, Labels: map[string]string{"job": JobEngine, GPUInstanceLabel: st.Instance}},
+			Target{URL: st.GPUPath, Labels: map[string]string{"job": JobGPU, GPUInstanceLabel: st.Instance}})
+	}
+	return append(out, Target{URL: sim.GatewayPath, Labels: map[string]string{"job": JobGateway}})
+}
+
+func (d *simDemo) Backfill(from, to time.Time, step time.Duration, emit func(DemoSample) error) error {
+	return d.c.Backfill(from, to, step, func(s sim.Sample) error {
+		d.buf = d.buf[:0]
+		for _, l := range s.Labels {
+			d.buf = append(d.buf, Label(l))
+		}
+		return emit(DemoSample{Key: s.Key, Labels: d.buf, T: s.T, V: s.V})
+	})
+}
+
+// simulator is the demo cluster of a telemetry opened over a simDemo.
+func simulator(t *Telemetry) *sim.Cluster {
+	if d, ok := t.opts.Demo.(*simDemo); ok {
+		return d.c
+	}
+	return nil
 }

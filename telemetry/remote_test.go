@@ -175,7 +175,7 @@ func TestRemoteTelemetry(t *testing.T) {
 			t.Fatalf("status failing: %+v", s)
 		}
 	}
-	if tel.Simulator() != nil {
+	if simulator(tel) != nil {
 		t.Fatal("remote mode has a simulator")
 	}
 }
@@ -212,11 +212,11 @@ func TestOpenOptionErrors(t *testing.T) {
 		opts    Options
 		wantErr string
 	}{
-		{"remote with demo", Options{PrometheusURL: "http://p:9090", Demo: true}, "excludes demo mode"},
+		{"remote with demo", Options{PrometheusURL: "http://p:9090", Demo: newSimDemo()}, "excludes demo mode"},
 		{"embedded without data dir", Options{}, "needs a data directory"},
 		{"bad target", Options{DataDir: "x", Targets: []Target{{URL: "not a url"}}}, "not an http(s) URL"},
 		{"negative interval", Options{DataDir: "x", ScrapeInterval: -time.Second}, "negative"},
-		{"demo with another instance label", Options{DataDir: "x", Demo: true, InstanceLabel: "instance"}, `names instances by the "pod" label`},
+		{"demo with another instance label", Options{DataDir: "x", Demo: newSimDemo(), InstanceLabel: "instance"}, `names instances by the "pod" label`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 
 	"github.com/casebook/casebook/metrics"
-	"github.com/casebook/casebook/telemetry/sim"
 )
 
 // Options configures Open. Zero values mean the defaults documented on each
@@ -24,7 +23,7 @@ type Options struct {
 	DataDir        string        // embedded TSDB lives in DataDir/tsdb
 	PrometheusURL  string        // remote mode when set
 	Targets        []Target      // engine/exporter /metrics URLs to scrape (embedded mode)
-	Demo           bool          // embedded mode scraping the in-process simulator, history back-filled
+	Demo           DemoSource    // embedded mode scraping this in-process cluster, history back-filled; nil: none
 	ScrapeInterval time.Duration // default 5s; in remote mode, the remote's scrape interval (default 15s)
 	InstanceLabel  string        // default "pod"
 	DCGM           string        // "", "embedded" or a host:port of nv-hostengine
@@ -62,10 +61,9 @@ type Telemetry struct {
 	db *tsdb.DB // the raw tier; nil in remote mode
 	// app is what scrapers and the DCGM collector write the raw tier
 	// through (commits refused while the disk is full).
-	app     storage.Appendable
-	tiers   *tierSet // nil in remote mode
-	cluster *sim.Cluster
-	dcgm    *dcgmCollector
+	app   storage.Appendable
+	tiers *tierSet // nil in remote mode
+	dcgm  *dcgmCollector
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -101,7 +99,7 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 	t.cancel = cancel
 
 	if opts.PrometheusURL != "" {
-		if opts.Demo || len(opts.Targets) > 0 || opts.DCGM != "" {
+		if opts.Demo != nil || len(opts.Targets) > 0 || opts.DCGM != "" {
 			cancel()
 			return nil, errors.New("telemetry: a Prometheus URL excludes demo mode, scrape targets and DCGM collection: Prometheus scrapes those itself")
 		}
@@ -129,7 +127,7 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 		cancel()
 		return nil, errors.New("telemetry: the embedded mode needs a data directory")
 	}
-	if opts.Demo && opts.InstanceLabel != GPUInstanceLabel {
+	if opts.Demo != nil && opts.InstanceLabel != GPUInstanceLabel {
 		cancel()
 		return nil, fmt.Errorf("telemetry: demo mode names instances by the %q label, not %q", GPUInstanceLabel, opts.InstanceLabel)
 	}
@@ -152,7 +150,7 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 	// Demo data is synthetic and regenerated on every start, so it lives
 	// apart from scraped history and without a write-ahead log.
 	dir := filepath.Join(opts.DataDir, "tsdb")
-	if opts.Demo {
+	if opts.Demo != nil {
 		dir = filepath.Join(opts.DataDir, "tsdb-demo")
 		if err := resetDirs(dir); err != nil {
 			cancel()
@@ -161,7 +159,7 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 	}
 	tiers, err := openTiers(dir, TierOptions{
 		RawRetention: opts.RawRetention, MinuteRetention: opts.MinuteRetention, HourRetention: opts.HourRetention,
-		WAL: !opts.Demo, Lateness: max(30*time.Second, 2*t.res.live), Logger: opts.Logger,
+		WAL: opts.Demo == nil, Lateness: max(30*time.Second, 2*t.res.live), Logger: opts.Logger,
 	})
 	if err != nil {
 		cancel()
@@ -175,8 +173,8 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 
 	// The back-fill comes first: the TSDB head only takes samples up to an
 	// hour older than its newest, so nothing live may be appended before it.
-	if opts.Demo {
-		if err := t.startDemo(ctx, bg, backfill); err != nil {
+	if opts.Demo != nil {
+		if err := t.startDemo(ctx, bg, opts.Demo, backfill); err != nil {
 			_ = t.Close()
 			return nil, err
 		}
@@ -214,10 +212,6 @@ func (t *Telemetry) Querier() Querier { return t.querier }
 
 // Status reports every metric source's health, sorted by name.
 func (t *Telemetry) Status() []metrics.SourceStatus { return t.status.list() }
-
-// Simulator returns the demo cluster, nil outside demo mode (for fault
-// injection from the console).
-func (t *Telemetry) Simulator() *sim.Cluster { return t.cluster }
 
 // Close stops scraping and collection and closes the embedded TSDB.
 func (t *Telemetry) Close() error {

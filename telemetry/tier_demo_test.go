@@ -63,7 +63,7 @@ func TestDemoBackfillTiers(t *testing.T) {
 
 	// Charts over 26 hours (read from the 1m tier) and over 2 hours across
 	// the raw seam have every point.
-	scope := metrics.Scope{Model: tel.Simulator().Targets()[0].Model}
+	scope := metrics.Scope{Model: simulator(tel).Targets()[0].Model}
 	for _, r := range []metrics.Range{
 		{Start: now.Add(-26 * time.Hour), End: now, Step: 10 * time.Minute},
 		{Start: cut.Add(-time.Hour), End: cut.Add(time.Hour), Step: time.Minute},

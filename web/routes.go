@@ -46,7 +46,7 @@ func registerRoutes(e *echo.Echo, h *handlers.Handlers, opts Options, om *observ
 	e.GET("/faults", h.Faults.List).Name = RouteFaults
 	e.POST("/faults", h.Faults.Create).Name = RouteFaultCreate
 	e.POST("/faults/clear", h.Faults.Clear).Name = RouteFaultClear
-	e.GET("/storage", handlers.NewStorage(h).Show).Name = RouteStorage
+	e.GET("/storage", h.Storage.Show).Name = RouteStorage
 
 	// JSON API.
 	e.POST("/api/v1/diagnose", h.Diagnoses.API).Name = RouteAPIDiagnose

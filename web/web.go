@@ -34,6 +34,12 @@ type Options struct {
 	// IncidentOpener makes "Diagnose now" open an incident; nil shows the
 	// diagnosis directly.
 	IncidentOpener handlers.IncidentOpener
+	// Layout frames every page; nil builds one over Telemetry.
+	Layout *handlers.Layout
+	// Forecaster draws forecast bands on the live charts; nil draws none.
+	Forecaster handlers.Forecaster
+	// Storage describes the embedded metric store; nil means remote.
+	Storage handlers.StorageReporter
 	// Deviations overrides diagnose.Deviations for status colours.
 	Deviations func(metrics.Snapshot) map[string]diagnose.Deviation
 	Logger     *slog.Logger
@@ -62,6 +68,12 @@ func ipExtractor(p auth.Proxy) echo.IPExtractor {
 		opts = append(opts, echo.TrustIPRange(&net.IPNet{IP: net.IP(pf.Addr().AsSlice()), Mask: net.CIDRMask(pf.Bits(), pf.Addr().BitLen())}))
 	}
 	return echo.ExtractIPFromXFFHeader(opts...)
+}
+
+// Assets are the console's embedded stylesheet and script, with their
+// content versions.
+func Assets() views.Assets {
+	return views.Assets{CSS: static.URL("css/casebook.css"), JS: static.URL("js/casebook.js")}
 }
 
 // Server is the assembled console: the Echo instance plus the handlers,
@@ -95,7 +107,10 @@ func New(opts Options) *Server {
 		Incidents:  opts.IncidentOpener,
 		Deviations: opts.Deviations,
 		Diagnoses:  om.diagnoses,
-		Assets:     views.Assets{CSS: static.URL("css/casebook.css"), JS: static.URL("js/casebook.js")},
+		Layout:     opts.Layout,
+		Forecaster: opts.Forecaster,
+		Storage:    opts.Storage,
+		Assets:     Assets(),
 		Logger:     opts.Logger,
 		Now:        opts.Now,
 	})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/casebook/casebook/auth"
 	"github.com/casebook/casebook/change"
+	"github.com/casebook/casebook/demo"
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/diagnose/forecast"
 	"github.com/casebook/casebook/handlers"
@@ -229,7 +230,6 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 	if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
 		return fmt.Errorf("serve: data directory: %w", err)
 	}
-	demo := cfg.PrometheusURL == "" && len(targets) == 0
 	if cfg.InstanceLabel != "pod" {
 		for i := range targets {
 			if v, ok := targets[i].Labels["pod"]; ok {
@@ -250,52 +250,60 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 	}
 	defer st.Close()
 
-	if demo {
+	// Without a metric source to read, the console runs on the demo
+	// cluster: the simulator, back-filled with a week of history.
+	var cluster *demo.Cluster
+	topts := telemetry.Options{
+		DataDir: cfg.Data, PrometheusURL: cfg.PrometheusURL, Targets: targets,
+		ScrapeInterval: cfg.ScrapeInterval, InstanceLabel: cfg.InstanceLabel, DCGM: cfg.DCGM,
+		RawRetention: cfg.RetentionRaw, MinuteRetention: cfg.RetentionMinute, HourRetention: cfg.RetentionHour,
+		Logger: log,
+	}
+	if cfg.PrometheusURL == "" && len(targets) == 0 {
 		log.Info("no --prometheus-url and no --targets: starting the demo cluster and back-filling a week of history")
+		cluster = demo.New(sim.Options{})
+		topts.Demo = cluster
 	}
 	began := time.Now()
-	tel, err := telemetry.Open(ctx, telemetry.Options{
-		DataDir:        cfg.Data,
-		PrometheusURL:  cfg.PrometheusURL,
-		Targets:        targets,
-		Demo:           demo,
-		ScrapeInterval: cfg.ScrapeInterval,
-		InstanceLabel:  cfg.InstanceLabel,
-		DCGM:           cfg.DCGM,
-
-		RawRetention:    cfg.RetentionRaw,
-		MinuteRetention: cfg.RetentionMinute,
-		HourRetention:   cfg.RetentionHour,
-		Logger:          log,
-	})
+	tel, err := telemetry.Open(ctx, topts)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	defer tel.Close()
-	log.Info("telemetry ready", "mode", mode(cfg, demo), "took", time.Since(began).Round(time.Millisecond))
+	log.Info("telemetry ready", "mode", mode(cfg, cluster != nil), "took", time.Since(began).Round(time.Millisecond))
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	engine := diagnose.New(diagnose.Options{})
-
-	var layout func(title, nav string) views.LayoutView
-	changes, err := newChanges(ctx, cfg, st, tel, func(title, nav string) views.LayoutView { return layout(title, nav) }, log)
+	con, err := buildConsole(ctx, cfg, st, tel, cluster, log)
 	if err != nil {
 		return err
 	}
-	go changes.Run(ctx, time.Minute)
+	go con.changes.Run(ctx, time.Minute)
+	if con.watcher != nil {
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); con.watcher.Run(watchCtx) }()
+		defer func() { stopWatch(); <-done }()
+	}
+	return listenAndServe(ctx, cfg.Listen, con.srv, stdout, log)
+}
+
+// console is every part of the running console, built once.
+type console struct {
+	changes *handlers.Changes
+	watcher *watch.Watcher // nil with --detect off
+	srv     *web.Server
+}
+
+// buildConsole builds the console's parts in dependency order over the
+// archive and the metric source: the diagnosis engine and the incident
+// service, the page frame, the handlers, the detector, and the server
+// with its route table. cluster is the demo cluster, nil outside the demo.
+func buildConsole(ctx context.Context, cfg serveConfig, st *store.Store, tel *telemetry.Telemetry, cluster *demo.Cluster, log *slog.Logger) (console, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	engine := diagnose.New(diagnose.Options{})
 	svc := incident.New(incident.Options{
 		Archive: st, Capture: tel, Diagnoser: engine, Learner: engine,
 		InstanceLabel: cfg.InstanceLabel, Logger: log,
-	})
-	inc := handlers.NewIncidents(handlers.IncidentDeps{
-		Changes:       changes,
-		Archive:       st,
-		Service:       svc,
-		Layout:        func(title, nav string) views.LayoutView { return layout(title, nav) },
-		BaseURL:       cfg.BaseURL,
-		Logger:        log,
-		TraceMaxBytes: cfg.TraceMaxMB << 20,
 	})
 	// Every reviewed incident teaches the engine before the first
 	// diagnosis; a failure only delays that to the first diagnosis.
@@ -304,6 +312,23 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 	} else {
 		log.Info("knowledge base loaded", "cases", n)
 	}
+
+	layout := handlers.NewLayout(tel, web.Assets(), cluster != nil, nil)
+	changes, err := newChanges(ctx, cfg, st, tel, layout.Page, log)
+	if err != nil {
+		return console{}, err
+	}
+	inc := handlers.NewIncidents(handlers.IncidentDeps{
+		Changes: changes, Archive: st, Service: svc, Layout: layout.Page,
+		BaseURL: cfg.BaseURL, Logger: log, TraceMaxBytes: cfg.TraceMaxMB << 20,
+	})
+	var w *watch.Watcher
+	if cfg.Detect != "off" && cfg.Detect != "false" {
+		if w, err = newWatcher(cfg, tel, svc, log); err != nil {
+			return console{}, err
+		}
+	}
+
 	proxies, _ := auth.ParseProxies(cfg.TrustedProxies) // checked by parseServe
 	if cfg.Auth == "accounts" && !strings.HasPrefix(cfg.BaseURL, "https://") {
 		log.Warn("session cookies are not marked Secure: serve the console behind TLS and set --base-url https://...")
@@ -311,18 +336,13 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 	proxyRole, _ := auth.ParseRole(cfg.ProxyRole)
 	host, _, _ := net.SplitHostPort(cfg.Listen)
 	opts := web.Options{
-		Telemetry:      tel,
-		Diagnoser:      engine,
-		Incidents:      inc,
-		IncidentOpener: svc,
-		Logger:         log,
-		Registry:       reg,
+		Telemetry: tel, Diagnoser: svc.Diagnoser(), Incidents: inc, IncidentOpener: svc,
+		Layout: layout, Storage: tel, Logger: log, Registry: reg,
 		Auth: web.AuthOptions{
 			Mode: web.AuthMode(cfg.Auth),
 			Accounts: handlers.NewAccounts(handlers.AccountDeps{
 				Store: st, PasswordLogin: cfg.Auth == "accounts", SessionTTL: cfg.SessionTTL,
-				SecureCookies: strings.HasPrefix(cfg.BaseURL, "https://"), Logger: log,
-				Layout: func(title, nav string) views.LayoutView { return layout(title, nav) },
+				SecureCookies: strings.HasPrefix(cfg.BaseURL, "https://"), Logger: log, Layout: layout.Page,
 			}),
 			Proxy:        proxies,
 			ProxyRole:    proxyRole,
@@ -330,27 +350,21 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 			Insecure:     cfg.Auth == "none" && !loopback(host),
 		},
 	}
-	if c := tel.Simulator(); c != nil {
-		opts.Faults = simFaults{c}
+	if w != nil {
+		opts.Forecaster = w
 	}
-	srv := web.New(opts)
-	layout = srv.Handlers.Layout
-
-	if cfg.Detect != "off" && cfg.Detect != "false" {
-		w, err := newWatcher(cfg, tel, svc, log)
-		if err != nil {
-			return err
-		}
-		srv.Handlers.Scopes.SetForecaster(w)
-		watchCtx, stopWatch := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); w.Run(watchCtx) }()
-		defer func() { stopWatch(); <-done }()
+	if cluster != nil {
+		opts.Faults = simFaults{cluster.Sim}
 	}
+	return console{changes: changes, watcher: w, srv: web.New(opts)}, nil
+}
 
+// listenAndServe serves the console on addr until ctx ends, then shuts
+// down gracefully.
+func listenAndServe(ctx context.Context, addr string, h http.Handler, stdout io.Writer, log *slog.Logger) error {
 	httpSrv := &http.Server{
-		Addr:              cfg.Listen,
-		Handler:           srv,
+		Addr:              addr,
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		// Generous: a kernel-trace upload of hundreds of MB is received and
 		// parsed within one request; pages have their own 30 s deadline.
@@ -358,7 +372,7 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 		WriteTimeout: 10 * time.Minute,
 		IdleTimeout:  120 * time.Second,
 	}
-	ln, err := net.Listen("tcp", cfg.Listen)
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
