@@ -18,14 +18,15 @@
 //     (Targets) and, with DCGM set, by the DCGM collector, and queried by
 //     the Prometheus PromQL engine in process (at most 20 million samples
 //     and 30 s per query, 3-minute lookback plus the tier's resolution).
-//   - Demo (Demo set): the embedded mode scraping the in-process simulator
-//     (telemetry/sim). A week of its history is back-filled at 1-minute
+//   - Demo (Demo set): the embedded mode scraping an in-process cluster,
+//     a DemoSource (the console hands it the simulator of telemetry/sim
+//     through package demo; telemetry does not build it). A week of its history is back-filled at 1-minute
 //     resolution first, so baselines work at once; then it is scraped live
 //     every ScrapeInterval while it advances with the wall clock. Demo data
 //     lives in DataDir/tsdb-demo (and -1m, -1h), is regenerated on every
 //     start and is never mixed with scraped history.
 //
-// The simulator is scraped through an http.RoundTripper that hands each
+// The demo cluster is scraped through an http.RoundTripper that hands each
 // request to its handler in process: the scraper runs exactly the code path
 // of a real target (HTTP status, body limit, timeout, parser), with no port
 // opened and nothing for another process to reach.
