@@ -293,6 +293,7 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 		BaseURL:       cfg.BaseURL,
 		Logger:        log,
 		TraceMaxBytes: cfg.TraceMaxMB << 20,
+		TraceSpoolDir: filepath.Join(cfg.Data, "spool"),
 	})
 	// Every reviewed incident teaches the engine before the first
 	// diagnosis; a failure only delays that to the first diagnosis.
