@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -122,5 +123,52 @@ func TestRoles(t *testing.T) {
 	}
 	if !(Principal{Role: RoleAdmin}).Can(RoleReviewer) || (Principal{Role: RoleViewer}).Can(RoleReviewer) {
 		t.Error("role order")
+	}
+}
+
+func TestLoginLimiter(t *testing.T) {
+	l := NewLoginLimiter()
+	now := time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+	for i := range LoginPairBurst {
+		if ok, _ := l.Begin(now, "10.0.0.1", "ana"); !ok {
+			t.Fatalf("failure %d refused", i+1)
+		}
+	}
+	if ok, wait := l.Begin(now, "10.0.0.1", "ANA"); ok || wait <= 0 {
+		t.Fatalf("6th attempt for ana from 10.0.0.1: ok=%v wait=%s", ok, wait)
+	}
+	if ok, _ := l.Begin(now, "10.0.0.2", "ana"); !ok {
+		t.Fatal("ana locked out from another address")
+	}
+	l.Succeeded(now, "10.0.0.2", "ana")
+	// Successes give their attempt back: far more than the burst pass.
+	for i := range 10 * LoginAddrBurst {
+		if ok, _ := l.Begin(now, "10.0.0.3", "bo"); !ok {
+			t.Fatalf("success %d refused", i+1)
+		}
+		l.Succeeded(now, "10.0.0.3", "bo")
+	}
+	// A success clears the (address, name) failures.
+	for range LoginPairBurst - 1 {
+		l.Begin(now, "10.0.0.4", "cy")
+	}
+	l.Begin(now, "10.0.0.4", "cy")
+	l.Succeeded(now, "10.0.0.4", "cy")
+	for i := range LoginPairBurst {
+		if ok, _ := l.Begin(now, "10.0.0.4", "cy"); !ok {
+			t.Fatalf("failure %d after a success refused", i+1)
+		}
+	}
+	// One IPv6 client's /64 counts as one address.
+	for i := range LoginAddrBurst {
+		if ok, _ := l.Begin(now, fmt.Sprintf("2001:db8:1:2::%x", i+1), fmt.Sprintf("u%d", i)); !ok {
+			t.Fatalf("v6 failure %d refused", i+1)
+		}
+	}
+	if ok, _ := l.Begin(now, "2001:db8:1:2:ffff::1", "zed"); ok {
+		t.Error("a new address in the same /64 was not limited")
+	}
+	if ok, _ := l.Begin(now.Add(LoginRefillTime), "2001:db8:1:2::1", "zed"); !ok {
+		t.Error("no attempt came back after the refill time")
 	}
 }

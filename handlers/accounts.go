@@ -51,9 +51,9 @@ type AccountDeps struct {
 	PasswordLogin bool
 	// Layout builds the page frame; nil means a plain frame.
 	Layout func(title, nav string) views.LayoutView
-	// Limiter bounds sign-in attempts per client address and per name;
-	// nil means 5 at once, then one every 20 s.
-	Limiter *auth.Limiter
+	// Limiter bounds failed sign-ins per (client address, name) and per
+	// client address; nil means auth.NewLoginLimiter().
+	Limiter *auth.LoginLimiter
 	// SessionTTL is how long a sign-in lasts; zero means 12 h.
 	SessionTTL time.Duration
 	// SecureCookies marks cookies Secure (the console is served over
@@ -70,7 +70,7 @@ type Accounts struct{ d AccountDeps }
 // NewAccounts builds the account handlers, filling in defaults.
 func NewAccounts(d AccountDeps) *Accounts {
 	if d.Limiter == nil {
-		d.Limiter = auth.NewLimiter(5, 20*time.Second)
+		d.Limiter = auth.NewLoginLimiter()
 	}
 	if d.SessionTTL <= 0 {
 		d.SessionTTL = 12 * time.Hour
@@ -138,10 +138,11 @@ func (h *Accounts) Login(c echo.Context) error {
 	if len(name) > auth.MaxUserLen {
 		return badParam("name", "is %d bytes; the limit is %d", len(name), auth.MaxUserLen)
 	}
-	if ok, wait := h.d.Limiter.Allow(now, "ip:"+c.RealIP(), "user:"+strings.ToLower(name)); !ok {
+	if ok, wait := h.d.Limiter.Begin(now, c.RealIP(), name); !ok {
 		secs := int(math.Ceil(wait.Seconds()))
 		c.Response().Header().Set("Retry-After", fmt.Sprint(secs))
-		return h.RenderLogin(c, http.StatusTooManyRequests, name, fmt.Sprintf("Too many sign-in attempts: the limit is 5 in a row, then one every 20 seconds. Try again in %d s.", secs))
+		return h.RenderLogin(c, http.StatusTooManyRequests, name, fmt.Sprintf("Too many sign-in attempts: an address may fail %d times in a row for one name and %d for all names, then once every %d seconds. Try again in %d s.",
+			auth.LoginPairBurst, auth.LoginAddrBurst, int(auth.LoginRefillTime.Seconds()), secs))
 	}
 	u, err := h.d.Store.UserByName(ctx, name)
 	switch {
@@ -156,6 +157,7 @@ func (h *Accounts) Login(c echo.Context) error {
 		_ = h.d.Store.Audit(ctx, now, "session.login_failed", "user "+name, nil, nil)
 		return h.RenderLogin(c, http.StatusUnauthorized, name, "Wrong name or password.")
 	}
+	h.d.Limiter.Succeeded(now, c.RealIP(), name)
 	sid, err := auth.NewToken("")
 	if err != nil {
 		return err

@@ -48,6 +48,18 @@ type IncidentDeps struct {
 	// TraceMaxBytes bounds a kernel-trace upload; zero means
 	// DefaultTraceMaxBytes (512 MiB).
 	TraceMaxBytes int64
+	// TraceSpoolDir is where trace uploads (and an Nsight export inflated
+	// from gzip) are spooled while they are parsed: a folder of the data
+	// directory, so that an upload lands on the disk the operator sized,
+	// not in a tmpfs. NewIncidents creates it and removes the spool files a
+	// previous run left. Empty means os.TempDir(), without the clean-up.
+	TraceSpoolDir string
+	// TraceParseTimeout bounds the parse of one upload; zero means
+	// DefaultTraceParseTimeout.
+	TraceParseTimeout time.Duration
+	// TraceUploads bounds the uploads received and parsed at once; more
+	// are answered 503 with Retry-After. Zero means DefaultTraceUploads.
+	TraceUploads int
 	// Changes, when set, puts change requests on the incident page (a
 	// form per action, the list, the timeline) and action outcomes on
 	// the knowledge base.
@@ -58,7 +70,8 @@ type IncidentDeps struct {
 // the accuracy page, the knowledge base, share links, exports and the
 // JSON API. Opening and reviewing go through the incident service.
 type Incidents struct {
-	d IncidentDeps
+	d       IncidentDeps
+	uploads chan struct{} // one token per trace upload in progress
 }
 
 // NewIncidents builds the archive handlers, filling in defaults.
@@ -69,7 +82,14 @@ func NewIncidents(d IncidentDeps) *Incidents {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &Incidents{d: d}
+	if d.TraceParseTimeout <= 0 {
+		d.TraceParseTimeout = DefaultTraceParseTimeout
+	}
+	if d.TraceUploads <= 0 {
+		d.TraceUploads = DefaultTraceUploads
+	}
+	cleanTraceSpool(d.TraceSpoolDir, d.Logger)
+	return &Incidents{d: d, uploads: make(chan struct{}, d.TraceUploads)}
 }
 
 // Route names of the archive.

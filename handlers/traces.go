@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"mime"
 	"net/http"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/labstack/echo/v4"
@@ -35,6 +38,23 @@ type TraceArchive interface {
 // DefaultTraceMaxBytes is the trace upload limit when
 // IncidentDeps.TraceMaxBytes is zero.
 const DefaultTraceMaxBytes = 512 << 20
+
+// DefaultTraceParseTimeout bounds the parse of one trace upload when
+// IncidentDeps.TraceParseTimeout is zero. A 1 GiB trace parses in a few
+// seconds; this leaves room for a busy machine.
+const DefaultTraceParseTimeout = 2 * time.Minute
+
+// DefaultTraceUploads is how many trace uploads are received and parsed at
+// once when IncidentDeps.TraceUploads is zero. Each may hold a core and up
+// to DefaultTraceMaxBytes (plus an inflated Nsight export) on disk.
+const DefaultTraceUploads = 2
+
+// Spool file name patterns: an upload, and an Nsight export inflated from
+// a gzip upload (named by the traces package).
+const (
+	traceSpoolPattern = "casebook-trace-*"
+	nsysSpoolPattern  = "casebook-nsys-*"
+)
 
 // traceExpansion is how many times its upload size a compressed trace may
 // grow to when decompressed (kineto JSON compresses about tenfold).
@@ -204,6 +224,14 @@ func (h *Incidents) receiveTrace(c echo.Context, id int64) (store.Trace, traces.
 	if err != nil {
 		return store.Trace{}, traces.Summary{}, err
 	}
+	select {
+	case h.uploads <- struct{}{}:
+		defer func() { <-h.uploads }()
+	default:
+		c.Response().Header().Set("Retry-After", "10")
+		return store.Trace{}, traces.Summary{}, echo.NewHTTPError(http.StatusServiceUnavailable,
+			fmt.Sprintf("%d trace uploads are already being received or parsed, the most at once; try again in a few seconds.", cap(h.uploads)))
+	}
 	up, err := h.spoolTrace(c)
 	if up.path != "" {
 		defer os.Remove(up.path)
@@ -213,8 +241,16 @@ func (h *Incidents) receiveTrace(c echo.Context, id int64) (store.Trace, traces.
 	}
 	ctx := c.Request().Context()
 	limit := h.traceMaxBytes()
-	tr, err := traces.ParseFile(ctx, up.path, traces.Options{MaxBytes: traceExpansion * limit})
+	// The request's context ends when the client goes away; the deadline
+	// bounds what one upload can cost however it is built.
+	pctx, cancel := context.WithTimeout(ctx, h.d.TraceParseTimeout)
+	tr, err := traces.ParseFile(pctx, up.path, traces.Options{MaxBytes: traceExpansion * limit, TempDir: h.d.TraceSpoolDir})
+	cancel()
 	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return store.Trace{}, traces.Summary{}, &ParamError{Param: "file", Status: http.StatusRequestEntityTooLarge,
+				Reason: fmt.Sprintf("parsing the trace took longer than the %s limit", h.d.TraceParseTimeout)}
+		}
 		// The temporary path means nothing to the engineer; name the upload.
 		msg := strings.ReplaceAll(err.Error(), up.path, up.name)
 		switch {
@@ -266,7 +302,12 @@ func (h *Incidents) spoolTrace(c echo.Context) (spooled, error) {
 		return spooled{}, tooLarge
 	}
 	up := spooled{role: store.TraceIncident}
-	f, err := os.CreateTemp("", "casebook-trace-*")
+	if h.d.TraceSpoolDir != "" {
+		if err := os.MkdirAll(h.d.TraceSpoolDir, 0o700); err != nil {
+			return up, fmt.Errorf("traces: spool upload: %w", err)
+		}
+	}
+	f, err := os.CreateTemp(h.d.TraceSpoolDir, traceSpoolPattern)
 	if err != nil {
 		return up, fmt.Errorf("traces: spool upload: %w", err)
 	}
@@ -364,6 +405,29 @@ func (h *Incidents) spoolTrace(c echo.Context) (spooled, error) {
 		return up, fmt.Errorf("traces: spool upload: %w", err)
 	}
 	return up, nil
+}
+
+// cleanTraceSpool creates the spool folder and removes the spool files a
+// previous run left in it (a process killed while parsing cannot remove
+// its own). Failures are logged: uploads report their own errors.
+func cleanTraceSpool(dir string, log *slog.Logger) {
+	if dir == "" {
+		return
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		log.Warn("traces: spool folder", "dir", dir, "err", err)
+		return
+	}
+	for _, pat := range []string{traceSpoolPattern, nsysSpoolPattern} {
+		left, _ := filepath.Glob(filepath.Join(dir, pat))
+		for _, p := range left {
+			if err := os.Remove(p); err != nil {
+				log.Warn("traces: remove a stale spool file", "path", p, "err", err)
+			} else {
+				log.Info("traces: removed a spool file a previous run left", "path", p)
+			}
+		}
+	}
 }
 
 // uploadReadError keeps the console's own body-limit answer (a 413) and

@@ -245,7 +245,8 @@ func (f *flexID) UnmarshalJSON(b []byte) error {
 // skipped token by token, and only GPU activities are kept.
 func ParseChrome(ctx context.Context, r io.Reader, opts Options) (*Trace, error) {
 	opts = opts.withDefaults()
-	g := &jsonGuard{r: &limitReader{r: r, left: opts.MaxBytes}, maxString: opts.MaxStringLen, maxDepth: opts.MaxDepth}
+	g := &jsonGuard{r: &limitReader{ctx: ctx, r: r, left: opts.MaxBytes}, maxString: opts.MaxStringLen, maxDepth: opts.MaxDepth,
+		maxSpace: opts.MaxSpace, maxEvent: opts.MaxEventBytes}
 	pr := newPrefetchReader(g)
 	defer pr.Close()
 	dec := json.NewDecoder(pr)

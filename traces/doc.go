@@ -36,9 +36,14 @@
 // are kept. Reading, decompression and the byte-level limit checks run one
 // chunk ahead of the decoder in a second goroutine. Options bounds the
 // input: MaxBytes (default 1 GiB, counted after decompression, so a gzip
-// bomb stops there), MaxStringLen and
-// MaxDepth (checked on the raw bytes before encoding/json buffers them) and
-// MaxEvents. Bad input returns an error wrapping ErrTooLarge, ErrLimit,
+// bomb stops there), MaxStringLen, MaxDepth, MaxSpace (the longest run of
+// whitespace, or bare literal, between two tokens) and MaxEventBytes (the
+// longest single event), all checked on the raw bytes before encoding/json
+// buffers them, and MaxEvents. Runs of whitespace are collapsed on the way
+// to the decoder, which would otherwise rescan them on every read and
+// spend time quadratic in their length. Every read checks the context, so
+// a cancelled request or a passed deadline stops decompression, spooling
+// and decoding alike. Bad input returns an error wrapping ErrTooLarge, ErrLimit,
 // ErrFormat or ErrNoGPUActivity, never a panic. Bare inf/nan values, which
 // kineto releases before 2021 wrote for zero-length memcpys, are not JSON
 // and are rejected with a message that says so. An Nsight export read from

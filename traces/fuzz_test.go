@@ -3,8 +3,10 @@ package traces_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/casebook/casebook/traces"
@@ -53,5 +55,74 @@ func FuzzParseChrome(f *testing.F) {
 		}
 		_ = s.TimelineSVG()
 		_ = traces.Evidences(s, &s)
+	})
+}
+
+// FuzzParseSpacing builds a one-kernel trace around a fuzzed kernel name,
+// with a fuzzed run of whitespace between every pair of tokens and a
+// fuzzed depth of nested arrays in the event's args, and checks the
+// guard's whitespace collapsing and nesting count against what the input
+// says: a run over MaxSpace or nesting over MaxDepth is ErrLimit, anything
+// else parses to the one kernel with its name intact.
+func FuzzParseSpacing(f *testing.F) {
+	f.Add("void gemm<float>(int)", uint16(0), uint8(0), uint8(0))
+	f.Add("k", uint16(255), uint8(11), uint8(1))
+	f.Add("a \" b\\n", uint16(256), uint8(12), uint8(2))
+	f.Add("\x00\xff", uint16(3), uint8(40), uint8(3))
+	const maxSpace, maxDepth = 256, 16
+	opts := traces.Options{MaxSpace: maxSpace, MaxDepth: maxDepth, MaxStringLen: 4096}
+	f.Fuzz(func(t *testing.T, name string, pad uint16, nest uint8, mix uint8) {
+		pad %= 2 * maxSpace
+		depth := int(nest % 24)
+		var ws strings.Builder
+		for i := 0; i < int(pad); i++ {
+			ws.WriteByte(" \n\t\r"[(i+int(mix))%4])
+		}
+		sp := ws.String()
+		quoted, err := json.Marshal(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want string
+		if err := json.Unmarshal(quoted, &want); err != nil {
+			t.Fatal(err)
+		}
+		tokens := []string{`{`, `"traceEvents"`, `:`, `[`, `{`, `"ph"`, `:`, `"X"`, `,`, `"cat"`, `:`, `"kernel"`, `,`,
+			`"name"`, `:`, string(quoted), `,`, `"ts"`, `:`, `1.5`, `,`, `"dur"`, `:`, `2`, `,`, `"args"`, `:`, `{`, `"x"`, `:`}
+		for i := 0; i < depth; i++ {
+			tokens = append(tokens, `[`)
+		}
+		tokens = append(tokens, `true`)
+		for i := 0; i < depth; i++ {
+			tokens = append(tokens, `]`)
+		}
+		tokens = append(tokens, `}`, `}`, `]`, `}`)
+		doc := sp + strings.Join(tokens, sp) + sp
+
+		tr, err := traces.Parse(context.Background(), strings.NewReader(doc), opts)
+		tooDeep := 4+depth > maxDepth
+		tooSpaced := int(pad) > maxSpace
+		switch {
+		case tooDeep || tooSpaced:
+			if !errors.Is(err, traces.ErrLimit) {
+				t.Fatalf("pad %d depth %d: error %v, want ErrLimit", pad, depth, err)
+			}
+		case len(want) == 0 && err == nil:
+			if tr.Names[0] != "kernel" {
+				t.Fatalf("unnamed kernel is %q", tr.Names[0])
+			}
+		case err != nil:
+			if errors.Is(err, traces.ErrLimit) && len(quoted) > 4096 {
+				return
+			}
+			t.Fatalf("pad %d depth %d: %v", pad, depth, err)
+		default:
+			if len(tr.Activities) != 1 || tr.Names[0] != want {
+				t.Fatalf("got %d activities named %q, want one named %q", len(tr.Activities), tr.Names, want)
+			}
+			if a := tr.Activities[0]; a.Start != 1500 || a.End != 3500 {
+				t.Fatalf("activity %+v, want 1500..3500 ns", a)
+			}
+		}
 	})
 }

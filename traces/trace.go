@@ -50,6 +50,14 @@ type Options struct {
 	// MaxEvents is the most trace events (Chrome) or activity rows (Nsight)
 	// read. Default 20 million.
 	MaxEvents int
+	// MaxSpace is the longest run of whitespace (or a bare number or
+	// literal) between two JSON tokens. Pretty-printed traces indent by a
+	// few bytes per level; without a cap, encoding/json spends time
+	// quadratic in the run's length. Default 64 KiB.
+	MaxSpace int
+	// MaxEventBytes is the longest single trace event, which the decoder
+	// holds in memory whole. Default 4 MiB.
+	MaxEventBytes int64
 	// TempDir is where an Nsight export read from a stream is spooled,
 	// because SQLite needs a file. Default os.TempDir().
 	TempDir string
@@ -61,6 +69,8 @@ const (
 	DefaultMaxStringLen = 64 << 10
 	DefaultMaxDepth     = 64
 	DefaultMaxEvents    = 20_000_000
+	DefaultMaxSpace     = 64 << 10
+	DefaultMaxEvent     = 4 << 20
 )
 
 func (o Options) withDefaults() Options {
@@ -75,6 +85,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxEvents <= 0 {
 		o.MaxEvents = DefaultMaxEvents
+	}
+	if o.MaxSpace <= 0 {
+		o.MaxSpace = DefaultMaxSpace
+	}
+	if o.MaxEventBytes <= 0 {
+		o.MaxEventBytes = DefaultMaxEvent
 	}
 	return o
 }
@@ -153,10 +169,11 @@ type Trace struct {
 // Parse reads a trace of any supported format from r, detecting it by its
 // first bytes: gzip (1f 8b), the SQLite header, or JSON. At most
 // opts.MaxBytes are read, counted after decompression. The context is
-// checked while events are read.
+// checked on every read, so a cancelled or expired context stops reading,
+// decompression and spooling within one buffer.
 func Parse(ctx context.Context, r io.Reader, opts Options) (*Trace, error) {
 	opts = opts.withDefaults()
-	br := bufio.NewReaderSize(&limitReader{r: r, left: opts.MaxBytes}, 64<<10)
+	br := bufio.NewReaderSize(&limitReader{ctx: ctx, r: r, left: opts.MaxBytes}, 64<<10)
 	head, _ := br.Peek(16)
 	if len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
@@ -164,7 +181,7 @@ func Parse(ctx context.Context, r io.Reader, opts Options) (*Trace, error) {
 			return nil, fmt.Errorf("traces: gzip: %w: %w", ErrFormat, err)
 		}
 		defer zr.Close()
-		br = bufio.NewReaderSize(&limitReader{r: zr, left: opts.MaxBytes}, 64<<10)
+		br = bufio.NewReaderSize(&limitReader{ctx: ctx, r: zr, left: opts.MaxBytes}, 64<<10)
 		head, _ = br.Peek(16)
 		if len(head) >= 2 && head[0] == 0x1f && head[1] == 0x8b {
 			return nil, fmt.Errorf("traces: %w: gzip inside gzip", ErrFormat)
@@ -204,8 +221,10 @@ func ParseFile(ctx context.Context, path string, opts Options) (*Trace, error) {
 }
 
 // limitReader fails with ErrTooLarge once more than left bytes were read,
-// instead of silently truncating as io.LimitReader does.
+// instead of silently truncating as io.LimitReader does, and with the
+// context's error once it is done (a client gone, a deadline passed).
 type limitReader struct {
+	ctx  context.Context
 	r    io.Reader
 	left int64
 }
@@ -213,6 +232,11 @@ type limitReader struct {
 func (l *limitReader) Read(p []byte) (int, error) {
 	if l.left < 0 {
 		return 0, ErrTooLarge
+	}
+	if l.ctx != nil {
+		if err := l.ctx.Err(); err != nil {
+			return 0, err
+		}
 	}
 	if int64(len(p)) > l.left+1 {
 		p = p[:l.left+1]

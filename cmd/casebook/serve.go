@@ -321,6 +321,7 @@ func buildConsole(ctx context.Context, cfg serveConfig, st *store.Store, tel *te
 	inc := handlers.NewIncidents(handlers.IncidentDeps{
 		Changes: changes, Archive: st, Service: svc, Layout: layout.Page,
 		BaseURL: cfg.BaseURL, Logger: log, TraceMaxBytes: cfg.TraceMaxMB << 20,
+		TraceSpoolDir: filepath.Join(cfg.Data, "spool"),
 	})
 	var w *watch.Watcher
 	if cfg.Detect != "off" && cfg.Detect != "false" {
