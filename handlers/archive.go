@@ -16,7 +16,7 @@ import (
 )
 
 // Accuracy renders the accuracy page.
-func (h *Incidents) Accuracy(c echo.Context) error {
+func (h *Knowledge) Accuracy(c echo.Context) error {
 	a, err := h.d.Archive.Accuracy(c.Request().Context(), store.AccuracyFilter{})
 	if err != nil {
 		return err
@@ -30,7 +30,7 @@ func (h *Incidents) Accuracy(c echo.Context) error {
 	}
 	same := func(s string) string { return s }
 	v := views.AccuracyView{
-		Layout:   h.layout("Accuracy", views.NavAccuracy),
+		Layout:   h.d.layout("Accuracy", views.NavAccuracy),
 		Overall:  views.AccuracyRow{Key: "all", Label: "All", Reviewed: a.Overall.Reviewed, Correct: a.Overall.Correct},
 		ByCause:  rows(a.ByCause, views.CauseTitle),
 		ByEngine: rows(a.ByEngine, same),
@@ -86,12 +86,12 @@ func causeRow(st store.CauseStats) views.CauseRow {
 }
 
 // KB renders the knowledge-base index.
-func (h *Incidents) KB(c echo.Context) error {
+func (h *Knowledge) KB(c echo.Context) error {
 	stats, err := h.d.Archive.AllCauseStats(c.Request().Context())
 	if err != nil {
 		return err
 	}
-	v := views.KBView{Layout: h.layout("Knowledge base", views.NavKnowledge)}
+	v := views.KBView{Layout: h.d.layout("Knowledge base", views.NavKnowledge)}
 	for _, st := range stats {
 		v.Causes = append(v.Causes, causeRow(st))
 	}
@@ -103,7 +103,7 @@ const kbCases = 25
 
 // KBCause renders one cause's knowledge-base page. The typical actions come
 // from the latest confirmed incident's diagnosis.
-func (h *Incidents) KBCause(c echo.Context) error {
+func (h *Knowledge) KBCause(c echo.Context) error {
 	ctx := c.Request().Context()
 	id := c.Param("cause")
 	if err := checkName("cause", id); err != nil {
@@ -113,7 +113,7 @@ func (h *Incidents) KBCause(c echo.Context) error {
 	if err != nil {
 		return archiveError(err, "cause")
 	}
-	v := views.CauseView{Layout: h.layout(st.Cause.Title, views.NavKnowledge), Cause: causeRow(st)}
+	v := views.CauseView{Layout: h.d.layout(st.Cause.Title, views.NavKnowledge), Cause: causeRow(st)}
 	for _, s := range st.Cases {
 		v.Cases = append(v.Cases, incidentRow(s))
 	}
@@ -147,7 +147,7 @@ func (h *Incidents) KBCause(c echo.Context) error {
 // ones applied and how often they had the expected effect. Actions with
 // change requests that are no longer among the typical ones are listed
 // too.
-func (h *Incidents) addOutcomes(ctx context.Context, v *views.CauseView, cause string) {
+func (h *Knowledge) addOutcomes(ctx context.Context, v *views.CauseView, cause string) {
 	outs, err := h.d.Changes.d.Store.ActionOutcomes(ctx, cause)
 	if err != nil {
 		h.d.Logger.WarnContext(ctx, "kb: action outcomes", "cause", cause, "err", err)

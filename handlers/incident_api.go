@@ -17,7 +17,7 @@ const maxAPIBody = 64 << 10
 
 // APIList answers GET /api/v1/incidents with the list's filters; "next" is
 // the cursor for ?after= ("" on the last page).
-func (h *Incidents) APIList(c echo.Context) error {
+func (h *IncidentAPI) APIList(c echo.Context) error {
 	f, _, err := parseListFilter(c.QueryParams())
 	if err != nil {
 		return err
@@ -36,7 +36,7 @@ func (h *Incidents) APIList(c echo.Context) error {
 // APIShow answers GET /api/v1/incidents/:id with the incident, its
 // diagnoses (newest first, bodies as the engine wrote them), label history
 // and notes.
-func (h *Incidents) APIShow(c echo.Context) error {
+func (h *IncidentAPI) APIShow(c echo.Context) error {
 	id, err := incidentID(c)
 	if err != nil {
 		return err
@@ -50,10 +50,10 @@ func (h *Incidents) APIShow(c echo.Context) error {
 
 // APIExport answers GET /api/v1/incidents/:id/export: the postmortem as
 // Markdown, or ?format=json for the full record.
-func (h *Incidents) APIExport(c echo.Context) error {
+func (h *IncidentAPI) APIExport(c echo.Context) error {
 	switch c.QueryParam("format") {
 	case "", "md", "markdown":
-		return h.Postmortem(c)
+		return h.d.postmortem(c)
 	case "json":
 		return h.APIShow(c)
 	}
@@ -93,7 +93,7 @@ type APILabelRequest struct {
 }
 
 // APILabel appends a review label.
-func (h *Incidents) APILabel(c echo.Context) error {
+func (h *IncidentAPI) APILabel(c echo.Context) error {
 	id, err := incidentID(c)
 	if err != nil {
 		return err
@@ -117,7 +117,7 @@ type APINoteRequest struct {
 }
 
 // APINote appends a note.
-func (h *Incidents) APINote(c echo.Context) error {
+func (h *IncidentAPI) APINote(c echo.Context) error {
 	id, err := incidentID(c)
 	if err != nil {
 		return err

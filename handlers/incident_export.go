@@ -15,19 +15,23 @@ import (
 )
 
 // Postmortem serves the incident as a Markdown postmortem draft.
-func (h *Incidents) Postmortem(c echo.Context) error {
+func (h *Incidents) Postmortem(c echo.Context) error { return h.d.postmortem(c) }
+
+// postmortem serves the Markdown postmortem of the incident the path
+// names, for the page's link and the JSON API's export.
+func (d *IncidentDeps) postmortem(c echo.Context) error {
 	id, err := incidentID(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	p, err := h.d.Archive.Page(ctx, id)
+	p, err := d.Archive.Page(ctx, id)
 	if err != nil {
 		return archiveError(err, "id")
 	}
-	md := PostmortemMarkdown(p, h.d.Service.CauseTitles(ctx))
-	if h.d.Changes != nil {
-		if cs, err := h.d.Changes.d.Store.Changes(ctx, id); err == nil && len(cs) > 0 {
+	md := PostmortemMarkdown(p, d.Service.CauseTitles(ctx))
+	if d.Changes != nil {
+		if cs, err := d.Changes.d.Store.Changes(ctx, id); err == nil && len(cs) > 0 {
 			md = strings.Replace(md, "\n## Follow-ups", "\n"+changesMarkdown(cs)+"\n## Follow-ups", 1)
 		}
 	}

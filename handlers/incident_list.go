@@ -93,7 +93,7 @@ func (h *Incidents) List(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.IncidentListView{Layout: h.layout("Incidents", views.NavIncidents), Filters: vf, Causes: causeOptions(causes)}
+	v := views.IncidentListView{Layout: h.d.layout("Incidents", views.NavIncidents), Filters: vf, Causes: causeOptions(causes)}
 	for _, s := range page.Items {
 		v.Rows = append(v.Rows, incidentRow(s))
 	}

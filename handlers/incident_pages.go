@@ -178,7 +178,7 @@ func (h *Incidents) buildView(ctx context.Context, p store.Page, shares []store.
 	inc := p.Incident
 	now := h.d.Now()
 	v := views.IncidentView{
-		Layout:      h.layout("Incident "+fmt.Sprint(inc.ID)+": "+inc.Title, views.NavIncidents),
+		Layout:      h.d.layout("Incident "+fmt.Sprint(inc.ID)+": "+inc.Title, views.NavIncidents),
 		ID:          inc.ID,
 		Title:       inc.Title,
 		Scope:       inc.Scope,
@@ -217,7 +217,7 @@ func (h *Incidents) buildView(ctx context.Context, p store.Page, shares []store.
 		v.Shares = append(v.Shares, views.ShareRow{ID: s.ID, CreatedBy: s.CreatedBy, CreatedAt: s.CreatedAt,
 			ExpiresAt: s.ExpiresAt, RevokedAt: s.RevokedAt, Active: s.Active(now)})
 	}
-	v.Traces = h.tracesView(ctx, inc.ID, readOnly)
+	v.Traces = h.d.tracesView(ctx, inc.ID, readOnly)
 	return v
 }
 
@@ -331,7 +331,7 @@ func (h *Incidents) Rediagnose(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := h.rediagnose(c.Request().Context(), id); err != nil {
+	if err := h.d.rediagnose(c.Request().Context(), id); err != nil {
 		return err
 	}
 	return redirect(c, views.IncidentPath(id))
@@ -339,8 +339,8 @@ func (h *Incidents) Rediagnose(c echo.Context) error {
 
 // rediagnose diagnoses an archived incident's snapshot again, with the
 // kernel evidence of its latest trace.
-func (h *Incidents) rediagnose(ctx context.Context, id int64) error {
-	if _, err := h.d.Service.Rediagnose(ctx, id, h.kernelEvidence(ctx, id)); err != nil {
+func (d *IncidentDeps) rediagnose(ctx context.Context, id int64) error {
+	if _, err := d.Service.Rediagnose(ctx, id, d.kernelEvidence(ctx, id)); err != nil {
 		return archiveError(err, "id")
 	}
 	return nil

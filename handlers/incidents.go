@@ -66,11 +66,28 @@ type IncidentDeps struct {
 	Changes *Changes
 }
 
-// Incidents serves the incident archive: the incident pages and list,
-// the accuracy page, the knowledge base, share links, exports and the
-// JSON API. Opening and reviewing go through the incident service.
+// Incidents serves the incident pages: the list, an incident, its review
+// forms, share links and postmortem. Opening and reviewing go through the
+// incident service. Register also adds the archive's other resources,
+// each its own handler over the same dependencies: the JSON API, the
+// accuracy page and knowledge base, kernel traces and the webhook.
 type Incidents struct {
-	d       IncidentDeps
+	d      *IncidentDeps
+	api    *IncidentAPI
+	kb     *Knowledge
+	traces *Traces
+	alerts *Alerts
+}
+
+// IncidentAPI serves the archive's JSON API.
+type IncidentAPI struct{ d *IncidentDeps }
+
+// Knowledge serves the accuracy page and the knowledge base of causes.
+type Knowledge struct{ d *IncidentDeps }
+
+// Traces serves kernel-trace uploads and their comparison.
+type Traces struct {
+	d       *IncidentDeps
 	uploads chan struct{} // one token per trace upload in progress
 }
 
@@ -89,7 +106,14 @@ func NewIncidents(d IncidentDeps) *Incidents {
 		d.TraceUploads = DefaultTraceUploads
 	}
 	cleanTraceSpool(d.TraceSpoolDir, d.Logger)
-	return &Incidents{d: d, uploads: make(chan struct{}, d.TraceUploads)}
+	dp := &d
+	return &Incidents{
+		d:      dp,
+		api:    &IncidentAPI{dp},
+		kb:     &Knowledge{dp},
+		traces: &Traces{d: dp, uploads: make(chan struct{}, d.TraceUploads)},
+		alerts: &Alerts{Service: d.Service},
+	}
 }
 
 // Route names of the archive.
@@ -127,28 +151,27 @@ func (h *Incidents) Register(g *echo.Group) {
 	g.GET("/incidents/:id/postmortem.md", h.Postmortem).Name = RouteIncidentPostmortem
 	g.GET("/incidents/:id/print", h.Print).Name = RouteIncidentPrint
 	g.GET("/share/:token", h.Shared).Name = RouteShareShow
-	g.GET("/accuracy", h.Accuracy).Name = RouteAccuracy
-	g.GET("/kb", h.KB).Name = RouteKBList
-	g.GET("/kb/:cause", h.KBCause).Name = RouteKBShow
+	g.GET("/accuracy", h.kb.Accuracy).Name = RouteAccuracy
+	g.GET("/kb", h.kb.KB).Name = RouteKBList
+	g.GET("/kb/:cause", h.kb.KBCause).Name = RouteKBShow
 
-	alerts := &Alerts{Service: h.d.Service}
-	g.POST(AlertmanagerPath, alerts.Alertmanager).Name = RouteAPIAlertmanager
-	g.GET("/api/v1/incidents", h.APIList).Name = RouteAPIIncidentList
-	g.GET("/api/v1/incidents/:id", h.APIShow).Name = RouteAPIIncidentShow
-	g.POST("/api/v1/incidents/:id/labels", h.APILabel).Name = RouteAPIIncidentLabel
-	g.POST("/api/v1/incidents/:id/notes", h.APINote).Name = RouteAPIIncidentNote
-	g.GET("/api/v1/incidents/:id/export", h.APIExport).Name = RouteAPIIncidentExport
-	h.registerTraces(g)
+	g.POST(AlertmanagerPath, h.alerts.Alertmanager).Name = RouteAPIAlertmanager
+	g.GET("/api/v1/incidents", h.api.APIList).Name = RouteAPIIncidentList
+	g.GET("/api/v1/incidents/:id", h.api.APIShow).Name = RouteAPIIncidentShow
+	g.POST("/api/v1/incidents/:id/labels", h.api.APILabel).Name = RouteAPIIncidentLabel
+	g.POST("/api/v1/incidents/:id/notes", h.api.APINote).Name = RouteAPIIncidentNote
+	g.GET("/api/v1/incidents/:id/export", h.api.APIExport).Name = RouteAPIIncidentExport
+	h.traces.register(g)
 	if h.d.Changes != nil {
 		h.d.Changes.Register(g)
 	}
 }
 
-func (h *Incidents) layout(title, nav string) views.LayoutView {
-	if h.d.Layout != nil {
-		return h.d.Layout(title, nav)
+func (d *IncidentDeps) layout(title, nav string) views.LayoutView {
+	if d.Layout != nil {
+		return d.Layout(title, nav)
 	}
-	return views.LayoutView{Title: title, Nav: nav, Assets: h.d.Assets}
+	return views.LayoutView{Title: title, Nav: nav, Assets: d.Assets}
 }
 
 func truncate(s string, n int) string {

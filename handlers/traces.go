@@ -68,7 +68,7 @@ const (
 	RouteAPIIncidentTraceList   = "api.incident.trace.list"
 )
 
-func (h *Incidents) registerTraces(g *echo.Group) {
+func (h *Traces) register(g *echo.Group) {
 	g.POST(traceUploadPath, h.UploadTrace).Name = RouteIncidentTraceCreate
 	g.POST("/incidents/:id/traces/:trace/delete", h.DeleteTrace).Name = RouteIncidentTraceDelete
 	g.POST(traceAPIUploadPath, h.APIUploadTrace).Name = RouteAPIIncidentTraceCreate
@@ -94,24 +94,24 @@ func EnforcesOwnBodyLimit(c echo.Context) bool {
 	return p == traceUploadPath || p == traceAPIUploadPath
 }
 
-func (h *Incidents) traceArchive() (TraceArchive, error) {
-	ta, ok := h.d.Archive.(TraceArchive)
+func (d *IncidentDeps) traceArchive() (TraceArchive, error) {
+	ta, ok := d.Archive.(TraceArchive)
 	if !ok {
 		return nil, echo.NewHTTPError(http.StatusNotFound, "This archive does not store kernel traces.")
 	}
 	return ta, nil
 }
 
-func (h *Incidents) traceMaxBytes() int64 {
-	if h.d.TraceMaxBytes > 0 {
-		return h.d.TraceMaxBytes
+func (d *IncidentDeps) traceMaxBytes() int64 {
+	if d.TraceMaxBytes > 0 {
+		return d.TraceMaxBytes
 	}
 	return DefaultTraceMaxBytes
 }
 
 // UploadTrace attaches a trace from the incident page's multipart form and
 // redirects back to the page's trace section.
-func (h *Incidents) UploadTrace(c echo.Context) error {
+func (h *Traces) UploadTrace(c echo.Context) error {
 	id, err := incidentID(c)
 	if err != nil {
 		return err
@@ -138,7 +138,7 @@ type TraceReply struct {
 // answers 201 with the stored trace, its summary and its kernel evidence:
 // for an incident trace against the latest baseline trace, for a baseline
 // trace on its own.
-func (h *Incidents) APIUploadTrace(c echo.Context) error {
+func (h *Traces) APIUploadTrace(c echo.Context) error {
 	id, err := incidentID(c)
 	if err != nil {
 		return err
@@ -149,7 +149,7 @@ func (h *Incidents) APIUploadTrace(c echo.Context) error {
 	}
 	var base *traces.Summary
 	if tr.Role == store.TraceIncident {
-		base = h.latestBaseline(c.Request().Context(), id)
+		base = h.d.latestBaseline(c.Request().Context(), id)
 	}
 	ev := traces.Evidences(sum, base)
 	if ev == nil {
@@ -162,12 +162,12 @@ func (h *Incidents) APIUploadTrace(c echo.Context) error {
 }
 
 // APITraces lists an incident's traces with their summaries.
-func (h *Incidents) APITraces(c echo.Context) error {
+func (h *Traces) APITraces(c echo.Context) error {
 	id, err := incidentID(c)
 	if err != nil {
 		return err
 	}
-	ta, err := h.traceArchive()
+	ta, err := h.d.traceArchive()
 	if err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func (h *Incidents) APITraces(c echo.Context) error {
 }
 
 // DeleteTrace removes an attached trace and redirects to the page.
-func (h *Incidents) DeleteTrace(c echo.Context) error {
+func (h *Traces) DeleteTrace(c echo.Context) error {
 	id, err := incidentID(c)
 	if err != nil {
 		return err
@@ -195,7 +195,7 @@ func (h *Incidents) DeleteTrace(c echo.Context) error {
 	if err != nil || tid <= 0 {
 		return badParam("trace", "%q is not a trace number", truncate(c.Param("trace"), 32))
 	}
-	ta, err := h.traceArchive()
+	ta, err := h.d.traceArchive()
 	if err != nil {
 		return err
 	}
@@ -219,8 +219,8 @@ type spooled struct {
 
 // receiveTrace spools the upload to a temporary file within the size
 // limit, parses and summarises it, and stores the summary.
-func (h *Incidents) receiveTrace(c echo.Context, id int64) (store.Trace, traces.Summary, error) {
-	ta, err := h.traceArchive()
+func (h *Traces) receiveTrace(c echo.Context, id int64) (store.Trace, traces.Summary, error) {
+	ta, err := h.d.traceArchive()
 	if err != nil {
 		return store.Trace{}, traces.Summary{}, err
 	}
@@ -240,7 +240,7 @@ func (h *Incidents) receiveTrace(c echo.Context, id int64) (store.Trace, traces.
 		return store.Trace{}, traces.Summary{}, err
 	}
 	ctx := c.Request().Context()
-	limit := h.traceMaxBytes()
+	limit := h.d.traceMaxBytes()
 	// The request's context ends when the client goes away; the deadline
 	// bounds what one upload can cost however it is built.
 	pctx, cancel := context.WithTimeout(ctx, h.d.TraceParseTimeout)
@@ -290,9 +290,9 @@ const multipartSlack = 1 << 20
 // spoolTrace streams the request's trace to a temporary file, refusing
 // more than the limit. The caller removes the file at the returned path,
 // also on error.
-func (h *Incidents) spoolTrace(c echo.Context) (spooled, error) {
+func (h *Traces) spoolTrace(c echo.Context) (spooled, error) {
 	req := c.Request()
-	limit := h.traceMaxBytes()
+	limit := h.d.traceMaxBytes()
 	tooLarge := &ParamError{Param: "file", Status: http.StatusRequestEntityTooLarge,
 		Reason: "the trace upload is larger than the " + views.FormatBytes(limit) + " limit"}
 	mt, _, _ := mime.ParseMediaType(req.Header.Get(echo.HeaderContentType))
@@ -462,8 +462,8 @@ func cleanTraceName(name string) string {
 
 // kernelEvidence is the latest incident trace's evidence, against the
 // latest baseline trace, in the engine's terms; nil without a trace.
-func (h *Incidents) kernelEvidence(ctx context.Context, id int64) []diagnose.KernelEvidence {
-	ts := h.listTraces(ctx, id)
+func (d *IncidentDeps) kernelEvidence(ctx context.Context, id int64) []diagnose.KernelEvidence {
+	ts := d.listTraces(ctx, id)
 	cur := latestSummary(ts, store.TraceIncident)
 	if cur == nil {
 		return nil
@@ -477,28 +477,28 @@ func (h *Incidents) kernelEvidence(ctx context.Context, id int64) []diagnose.Ker
 
 // rediagnoseWithTrace appends a diagnosis that folds in a newly attached
 // incident trace, so kernel evidence reaches the diagnosis, not just the page.
-func (h *Incidents) rediagnoseWithTrace(ctx context.Context, id int64) {
-	if err := h.rediagnose(ctx, id); err != nil {
+func (h *Traces) rediagnoseWithTrace(ctx context.Context, id int64) {
+	if err := h.d.rediagnose(ctx, id); err != nil {
 		h.d.Logger.WarnContext(ctx, "traces: re-diagnose", "incident", id, "err", err)
 	}
 }
 
 // latestBaseline returns the summary of the incident's latest baseline
 // trace, or nil.
-func (h *Incidents) latestBaseline(ctx context.Context, id int64) *traces.Summary {
-	return latestSummary(h.listTraces(ctx, id), store.TraceBaseline)
+func (d *IncidentDeps) latestBaseline(ctx context.Context, id int64) *traces.Summary {
+	return latestSummary(d.listTraces(ctx, id), store.TraceBaseline)
 }
 
 // listTraces returns the incident's traces, or nil when the archive keeps
 // none or cannot list them (logged).
-func (h *Incidents) listTraces(ctx context.Context, id int64) []store.Trace {
-	ta, err := h.traceArchive()
+func (d *IncidentDeps) listTraces(ctx context.Context, id int64) []store.Trace {
+	ta, err := d.traceArchive()
 	if err != nil {
 		return nil
 	}
 	ts, err := ta.Traces(ctx, id)
 	if err != nil {
-		h.d.Logger.WarnContext(ctx, "traces: list", "incident", id, "err", err)
+		d.Logger.WarnContext(ctx, "traces: list", "incident", id, "err", err)
 		return nil
 	}
 	return ts
@@ -523,16 +523,16 @@ func latestSummary(ts []store.Trace, role store.TraceRole) *traces.Summary {
 // stored summaries: the latest incident trace, compared with the latest
 // baseline trace. Failures are logged and shown in the section; they never
 // break the incident page.
-func (h *Incidents) tracesView(ctx context.Context, id int64, readOnly bool) views.TracesView {
-	ta, err := h.traceArchive()
+func (d *IncidentDeps) tracesView(ctx context.Context, id int64, readOnly bool) views.TracesView {
+	ta, err := d.traceArchive()
 	if err != nil {
 		return views.TracesView{}
 	}
 	base := views.IncidentPath(id) + "/traces"
-	v := views.TracesView{Enabled: true, ReadOnly: readOnly, Action: base, MaxUpload: views.FormatBytes(h.traceMaxBytes())}
+	v := views.TracesView{Enabled: true, ReadOnly: readOnly, Action: base, MaxUpload: views.FormatBytes(d.traceMaxBytes())}
 	ts, err := ta.Traces(ctx, id)
 	if err != nil {
-		h.d.Logger.WarnContext(ctx, "traces: list", "incident", id, "err", err)
+		d.Logger.WarnContext(ctx, "traces: list", "incident", id, "err", err)
 		v.Problems = append(v.Problems, "The attached traces could not be read.")
 		return v
 	}
@@ -545,7 +545,7 @@ func (h *Incidents) tracesView(ctx context.Context, id int64, readOnly bool) vie
 		}
 		var s traces.Summary
 		if err := json.Unmarshal(t.Summary, &s); err != nil {
-			h.d.Logger.WarnContext(ctx, "traces: decode summary", "incident", id, "trace", t.ID, "err", err)
+			d.Logger.WarnContext(ctx, "traces: decode summary", "incident", id, "trace", t.ID, "err", err)
 			v.Problems = append(v.Problems, fmt.Sprintf("The summary of %s could not be read.", t.Name))
 			continue
 		}
