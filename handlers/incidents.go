@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -209,10 +208,15 @@ var notFoundText = map[string]string{
 // archiveError maps store sentinels to HTTP errors; param names the input
 // that was wrong or missing.
 func archiveError(err error, param string) error {
-	var fe *incident.FieldError
+	var (
+		fe  *incident.FieldError
+		inv *store.InvalidError
+	)
 	switch {
 	case errors.As(err, &fe):
 		return &ParamError{Param: fe.Field, Reason: fe.Reason}
+	case errors.As(err, &inv):
+		return &ParamError{Param: param, Reason: inv.Reason}
 	case errors.Is(err, store.ErrNotFound):
 		msg, ok := notFoundText[param]
 		if !ok {
@@ -220,11 +224,7 @@ func archiveError(err error, param string) error {
 		}
 		return echo.NewHTTPError(http.StatusNotFound, msg).SetInternal(err)
 	case errors.Is(err, store.ErrInvalid):
-		msg := err.Error()
-		if i := strings.Index(msg, store.ErrInvalid.Error()+": "); i >= 0 {
-			msg = msg[i+len(store.ErrInvalid.Error())+2:]
-		}
-		return &ParamError{Param: param, Reason: msg}
+		return &ParamError{Param: param, Reason: err.Error()}
 	case errors.Is(err, store.ErrConflict):
 		return &ParamError{Param: param, Reason: err.Error(), Status: http.StatusConflict}
 	}

@@ -41,14 +41,14 @@ func CheckArchive(ctx context.Context, path string) error {
 	defer db.Close()
 	var ok string
 	if err := db.QueryRowContext(ctx, `PRAGMA integrity_check`).Scan(&ok); err != nil {
-		return fmt.Errorf("%w: not a SQLite database: %v", ErrInvalid, err)
+		return invalidf("not a SQLite database: %v", err)
 	}
 	if ok != "ok" {
-		return fmt.Errorf("%w: integrity check failed: %s", ErrInvalid, ok)
+		return invalidf("integrity check failed: %s", ok)
 	}
 	var v int
 	if err := db.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v); err != nil {
-		return fmt.Errorf("%w: not a Casebook archive: %v", ErrInvalid, err)
+		return invalidf("not a Casebook archive: %v", err)
 	}
 	return nil
 }
@@ -61,7 +61,7 @@ func readOnlyDSN(path string) string {
 // connection of its own.
 func vacuumInto(ctx context.Context, dsn, path string) error {
 	if path == "" {
-		return fmt.Errorf("store: backup: %w: empty path", ErrInvalid)
+		return fmt.Errorf("store: backup: %w", invalidf("empty path"))
 	}
 	if _, err := os.Stat(path); err == nil {
 		return fmt.Errorf("store: backup to %s: %w: the file exists", path, ErrConflict)

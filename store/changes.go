@@ -104,7 +104,7 @@ func (c NewChange) problems() []string {
 // incident, ErrConflict for a repeated id and ErrInvalid for bad input.
 func (s *Store) AddChange(ctx context.Context, c NewChange) (Change, error) {
 	if p := c.problems(); len(p) > 0 {
-		return Change{}, fmt.Errorf("store: change on incident %d: %w: %s", c.IncidentID, ErrInvalid, strings.Join(p, "; "))
+		return Change{}, fmt.Errorf("store: change on incident %d: %w", c.IncidentID, invalidf("%s", strings.Join(p, "; ")))
 	}
 	if c.CreatedAt.IsZero() {
 		c.CreatedAt = time.Now()
@@ -316,7 +316,7 @@ func (s *Store) SetChangeStatus(ctx context.Context, incidentID, id int64, statu
 	switch status {
 	case ChangeProposed, ChangeSent, ChangeApplied, ChangeRolledBack:
 	default:
-		return fmt.Errorf("store: change %d: %w: status %q", id, ErrInvalid, status)
+		return fmt.Errorf("store: change %d: %w", id, invalidf("status %q", status))
 	}
 	var applied any
 	if status == ChangeApplied {
@@ -354,7 +354,7 @@ func (s *Store) SetChangeStatus(ctx context.Context, incidentID, id int64, statu
 // SetChangeOutcome stores the evaluated outcome of an applied change.
 func (s *Store) SetChangeOutcome(ctx context.Context, incidentID, id int64, outcome json.RawMessage, verdict string) error {
 	if !json.Valid(outcome) || len(outcome) > MaxChangeDocBytes {
-		return fmt.Errorf("store: outcome of change %d: %w: not JSON or too large", id, ErrInvalid)
+		return fmt.Errorf("store: outcome of change %d: %w", id, invalidf("not JSON or too large"))
 	}
 	res, err := s.w.ExecContext(ctx, `UPDATE change_requests SET outcome = ?, verdict = ? WHERE id = ? AND incident_id = ?`,
 		string(outcome), verdict, id, incidentID)

@@ -178,7 +178,7 @@ func (in *NewIncident) validate() error {
 		problems = append(problems, "trigger detail is not valid JSON")
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(problems, "; "))
+		return invalidf("%s", strings.Join(problems, "; "))
 	}
 	return nil
 }
@@ -198,7 +198,7 @@ func (d *DiagnosisRecord) validate() error {
 		problems = append(problems, "body is not valid JSON")
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(problems, "; "))
+		return invalidf("%s", strings.Join(problems, "; "))
 	}
 	return nil
 }

@@ -80,17 +80,17 @@ func CauseID(name string) string {
 // AddLabel appends a review label and makes it the incident's current one.
 func (s *Store) AddLabel(ctx context.Context, l NewLabel) (Label, error) {
 	if l.Verdict != VerdictCorrect && l.Verdict != VerdictWrong {
-		return Label{}, fmt.Errorf("store: label incident %d: %w: verdict %q is not correct or wrong", l.IncidentID, ErrInvalid, l.Verdict)
+		return Label{}, fmt.Errorf("store: label incident %d: %w", l.IncidentID, invalidf("verdict %q is not correct or wrong", l.Verdict))
 	}
 	if strings.TrimSpace(l.By) == "" || len(l.By) > MaxNameBytes {
-		return Label{}, fmt.Errorf("store: label incident %d: %w: reviewer name is empty or too long", l.IncidentID, ErrInvalid)
+		return Label{}, fmt.Errorf("store: label incident %d: %w", l.IncidentID, invalidf("reviewer name is empty or too long"))
 	}
 	if len(l.Note) > MaxNoteBytes || !utf8.ValidString(l.Note) {
-		return Label{}, fmt.Errorf("store: label incident %d: %w: note is longer than %d bytes or not UTF-8", l.IncidentID, ErrInvalid, MaxNoteBytes)
+		return Label{}, fmt.Errorf("store: label incident %d: %w", l.IncidentID, invalidf("note is longer than %d bytes or not UTF-8", MaxNoteBytes))
 	}
 	for _, f := range []string{l.By, l.Note, l.NewCause, l.TrueCause} {
 		if strings.ContainsRune(f, 0) {
-			return Label{}, fmt.Errorf("store: label incident %d: %w: a field contains a NUL character", l.IncidentID, ErrInvalid)
+			return Label{}, fmt.Errorf("store: label incident %d: %w", l.IncidentID, invalidf("a field contains a NUL character"))
 		}
 	}
 	if l.At.IsZero() {
@@ -125,20 +125,20 @@ func (s *Store) AddLabel(ctx context.Context, l NewLabel) (Label, error) {
 		l.TrueCause = diagnosed
 	}
 	if l.TrueCause == "" {
-		return Label{}, fmt.Errorf("store: label incident %d: %w: a wrong verdict needs the true cause", l.IncidentID, ErrInvalid)
+		return Label{}, fmt.Errorf("store: label incident %d: %w", l.IncidentID, invalidf("a wrong verdict needs the true cause"))
 	}
 	if l.Verdict == VerdictCorrect && l.TrueCause != diagnosed {
-		return Label{}, fmt.Errorf("store: label incident %d: %w: verdict correct but true cause %q differs from the diagnosed %q", l.IncidentID, ErrInvalid, l.TrueCause, diagnosed)
+		return Label{}, fmt.Errorf("store: label incident %d: %w", l.IncidentID, invalidf("verdict correct but true cause %q differs from the diagnosed %q", l.TrueCause, diagnosed))
 	}
 	if l.Verdict == VerdictWrong && l.TrueCause == diagnosed {
-		return Label{}, fmt.Errorf("store: label incident %d: %w: verdict wrong but the true cause is the diagnosed one", l.IncidentID, ErrInvalid)
+		return Label{}, fmt.Errorf("store: label incident %d: %w", l.IncidentID, invalidf("verdict wrong but the true cause is the diagnosed one"))
 	}
 	res, err := tx.ExecContext(ctx, `
 		INSERT INTO labels (incident_id, diagnosis_id, diagnosed_cause, engine_version, verdict, true_cause, labeled_by, created_at, note)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		l.IncidentID, diagnosisID, diagnosed, engineVersion, string(l.Verdict), l.TrueCause, l.By, nanos(l.At), l.Note)
 	if isForeignKey(err) {
-		return Label{}, fmt.Errorf("store: label incident %d: %w: unknown cause %q", l.IncidentID, ErrInvalid, l.TrueCause)
+		return Label{}, fmt.Errorf("store: label incident %d: %w", l.IncidentID, invalidf("unknown cause %q", l.TrueCause))
 	}
 	if err != nil {
 		return Label{}, fmt.Errorf("store: label incident %d: insert: %w", l.IncidentID, err)
@@ -229,10 +229,10 @@ func ensureCause(ctx context.Context, tx *sql.Tx, name, description, by string, 
 	name = strings.TrimSpace(name)
 	id := CauseID(name)
 	if id == "" {
-		return Cause{}, fmt.Errorf("%w: cause name %q has no letters or digits", ErrInvalid, name)
+		return Cause{}, invalidf("cause name %q has no letters or digits", name)
 	}
 	if len(name) > MaxNameBytes || len(description) > MaxNoteBytes || !utf8.ValidString(name) {
-		return Cause{}, fmt.Errorf("%w: cause name or description too long", ErrInvalid)
+		return Cause{}, invalidf("cause name or description too long")
 	}
 	_, err := tx.ExecContext(ctx, `
 		INSERT INTO causes (id, title, description, builtin, created_by, created_at) VALUES (?, ?, ?, 0, ?, ?)

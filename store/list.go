@@ -49,7 +49,7 @@ func ParseCursor(s string) (Cursor, error) {
 	t, err1 := strconv.ParseInt(a, 36, 64)
 	id, err2 := strconv.ParseInt(b, 36, 64)
 	if !ok || err1 != nil || err2 != nil || id <= 0 {
-		return Cursor{}, fmt.Errorf("%w: page cursor %q is malformed", ErrInvalid, s)
+		return Cursor{}, invalidf("page cursor %q is malformed", s)
 	}
 	return Cursor{OpenedAt: fromNanos(t), ID: id}, nil
 }
@@ -107,7 +107,7 @@ func ftsQuery(q string) string {
 // List returns one page of incidents matching f, newest first.
 func (s *Store) List(ctx context.Context, f ListFilter) (ListPage, error) {
 	if len(f.Query) > MaxQueryBytes {
-		return ListPage{}, fmt.Errorf("store: list incidents: %w: search text longer than %d bytes", ErrInvalid, MaxQueryBytes)
+		return ListPage{}, fmt.Errorf("store: list incidents: %w", invalidf("search text longer than %d bytes", MaxQueryBytes))
 	}
 	limit := f.Limit
 	if limit <= 0 {
@@ -137,7 +137,7 @@ func (s *Store) List(ctx context.Context, f ListFilter) (ListPage, error) {
 	case VerdictIsCorrect, VerdictIsWrong:
 		add(`i.verdict = ?`, string(f.Verdict))
 	default:
-		return ListPage{}, fmt.Errorf("store: list incidents: %w: verdict filter %q is not unreviewed, correct or wrong", ErrInvalid, f.Verdict)
+		return ListPage{}, fmt.Errorf("store: list incidents: %w", invalidf("verdict filter %q is not unreviewed, correct or wrong", f.Verdict))
 	}
 	if !f.From.IsZero() {
 		add(`i.opened_at >= ?`, nanos(f.From))

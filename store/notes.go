@@ -29,15 +29,15 @@ type Note struct {
 func (s *Store) AddNote(ctx context.Context, n NewNote) (Note, error) {
 	switch {
 	case strings.TrimSpace(n.Body) == "":
-		return Note{}, fmt.Errorf("store: note on incident %d: %w: the note is empty", n.IncidentID, ErrInvalid)
+		return Note{}, fmt.Errorf("store: note on incident %d: %w", n.IncidentID, invalidf("the note is empty"))
 	case len(n.Body) > MaxNoteBytes:
-		return Note{}, fmt.Errorf("store: note on incident %d: %w: the note is %d bytes, the limit is %d", n.IncidentID, ErrInvalid, len(n.Body), MaxNoteBytes)
+		return Note{}, fmt.Errorf("store: note on incident %d: %w", n.IncidentID, invalidf("the note is %d bytes, the limit is %d", len(n.Body), MaxNoteBytes))
 	case !utf8.ValidString(n.Body):
-		return Note{}, fmt.Errorf("store: note on incident %d: %w: the note is not valid UTF-8", n.IncidentID, ErrInvalid)
+		return Note{}, fmt.Errorf("store: note on incident %d: %w", n.IncidentID, invalidf("the note is not valid UTF-8"))
 	case strings.ContainsRune(n.Body, 0) || strings.ContainsRune(n.Author, 0):
-		return Note{}, fmt.Errorf("store: note on incident %d: %w: the note or author contains a NUL character", n.IncidentID, ErrInvalid)
+		return Note{}, fmt.Errorf("store: note on incident %d: %w", n.IncidentID, invalidf("the note or author contains a NUL character"))
 	case strings.TrimSpace(n.Author) == "" || len(n.Author) > MaxNameBytes:
-		return Note{}, fmt.Errorf("store: note on incident %d: %w: author is empty or too long", n.IncidentID, ErrInvalid)
+		return Note{}, fmt.Errorf("store: note on incident %d: %w", n.IncidentID, invalidf("author is empty or too long"))
 	}
 	if n.At.IsZero() {
 		n.At = time.Now()

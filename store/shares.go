@@ -38,10 +38,10 @@ func hashToken(token string) []byte {
 // token is 128 random bits, hex-encoded.
 func (s *Store) CreateShare(ctx context.Context, incidentID int64, by string, now, expiresAt time.Time) (ShareLink, error) {
 	if strings.TrimSpace(by) == "" || len(by) > MaxNameBytes || strings.ContainsRune(by, 0) {
-		return ShareLink{}, fmt.Errorf("store: share incident %d: %w: creator name is empty or too long", incidentID, ErrInvalid)
+		return ShareLink{}, fmt.Errorf("store: share incident %d: %w", incidentID, invalidf("creator name is empty or too long"))
 	}
 	if !expiresAt.After(now) {
-		return ShareLink{}, fmt.Errorf("store: share incident %d: %w: expiry is not in the future", incidentID, ErrInvalid)
+		return ShareLink{}, fmt.Errorf("store: share incident %d: %w", incidentID, invalidf("expiry is not in the future"))
 	}
 	var raw [16]byte
 	if _, err := rand.Read(raw[:]); err != nil {

@@ -95,10 +95,10 @@ func (s *Store) EachReviewedCase(ctx context.Context, version int, fn func(Revie
 func (s *Store) PutCaseSignatures(ctx context.Context, sigs []CaseSignature) (int, error) {
 	for _, c := range sigs {
 		if c.Verdict != VerdictCorrect && c.Verdict != VerdictWrong {
-			return 0, fmt.Errorf("store: put case signatures: %w: incident %d: verdict %q is not correct or wrong", ErrInvalid, c.IncidentID, c.Verdict)
+			return 0, fmt.Errorf("store: put case signatures: %w", invalidf("incident %d: verdict %q is not correct or wrong", c.IncidentID, c.Verdict))
 		}
 		if len(c.Signature) == 0 || len(c.Signature) > MaxSignatureBytes {
-			return 0, fmt.Errorf("store: put case signatures: %w: incident %d: signature of %d bytes, want 1-%d", ErrInvalid, c.IncidentID, len(c.Signature), MaxSignatureBytes)
+			return 0, fmt.Errorf("store: put case signatures: %w", invalidf("incident %d: signature of %d bytes, want 1-%d", c.IncidentID, len(c.Signature), MaxSignatureBytes))
 		}
 	}
 	if len(sigs) == 0 {

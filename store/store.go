@@ -47,7 +47,7 @@ type Store struct {
 // incident.
 func Open(ctx context.Context, path string) (*Store, error) {
 	if path == "" {
-		return nil, fmt.Errorf("store: open: %w: empty path", ErrInvalid)
+		return nil, fmt.Errorf("store: open: %w", invalidf("empty path"))
 	}
 	base := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_foreign_keys=on&_journal_mode=WAL&_busy_timeout=5000&_synchronous=FULL"

@@ -33,10 +33,10 @@ func validScope(s string) bool { return s == "webhook" || s == "read" || s == "w
 // AddToken stores a token under its hash.
 func (s *Store) AddToken(ctx context.Context, name, scope string, hash []byte, now time.Time) (APIToken, error) {
 	if name == "" || len(name) > MaxNameBytes {
-		return APIToken{}, fmt.Errorf("store: add token: %w: name is empty or longer than %d bytes", ErrInvalid, MaxNameBytes)
+		return APIToken{}, fmt.Errorf("store: add token: %w", invalidf("name is empty or longer than %d bytes", MaxNameBytes))
 	}
 	if !validScope(scope) {
-		return APIToken{}, fmt.Errorf("store: add token %q: %w: scope %q is not webhook, read or write", name, ErrInvalid, scope)
+		return APIToken{}, fmt.Errorf("store: add token %q: %w", name, invalidf("scope %q is not webhook, read or write", scope))
 	}
 	t := APIToken{Name: name, Scope: scope, CreatedBy: actorOf(ctx).Name, CreatedAt: now.UTC()}
 	tx, err := s.w.BeginTx(ctx, nil)

@@ -89,7 +89,7 @@ func (t NewTrace) problems() []string {
 // the incident already holds MaxTracesPerIncident traces.
 func (s *Store) AddTrace(ctx context.Context, t NewTrace) (Trace, error) {
 	if p := t.problems(); len(p) > 0 {
-		return Trace{}, fmt.Errorf("store: trace on incident %d: %w: %s", t.IncidentID, ErrInvalid, strings.Join(p, "; "))
+		return Trace{}, fmt.Errorf("store: trace on incident %d: %w", t.IncidentID, invalidf("%s", strings.Join(p, "; ")))
 	}
 	if t.UploadedAt.IsZero() {
 		t.UploadedAt = time.Now()
@@ -109,7 +109,7 @@ func (s *Store) AddTrace(ctx context.Context, t NewTrace) (Trace, error) {
 		return Trace{}, fmt.Errorf("store: trace on incident %d: count: %w", t.IncidentID, err)
 	}
 	if n >= MaxTracesPerIncident {
-		return Trace{}, fmt.Errorf("store: trace on incident %d: %w: the incident already has %d traces, the limit", t.IncidentID, ErrInvalid, n)
+		return Trace{}, fmt.Errorf("store: trace on incident %d: %w", t.IncidentID, invalidf("the incident already has %d traces, the limit", n))
 	}
 	var id int64
 	err = tx.QueryRowContext(ctx, `

@@ -30,10 +30,10 @@ func validRole(r string) bool { return r == "viewer" || r == "reviewer" || r == 
 // ErrConflict.
 func (s *Store) AddUser(ctx context.Context, name, role string, passwordHash []byte, now time.Time) (User, error) {
 	if name == "" || len(name) > MaxNameBytes {
-		return User{}, fmt.Errorf("store: add user: %w: name is empty or longer than %d bytes", ErrInvalid, MaxNameBytes)
+		return User{}, fmt.Errorf("store: add user: %w", invalidf("name is empty or longer than %d bytes", MaxNameBytes))
 	}
 	if !validRole(role) {
-		return User{}, fmt.Errorf("store: add user %q: %w: role %q is not viewer, reviewer or admin", name, ErrInvalid, role)
+		return User{}, fmt.Errorf("store: add user %q: %w", name, invalidf("role %q is not viewer, reviewer or admin", role))
 	}
 	u := User{Name: name, Role: role, PasswordHash: passwordHash, CreatedAt: now.UTC()}
 	tx, err := s.w.BeginTx(ctx, nil)
@@ -118,7 +118,7 @@ func (s *Store) Users(ctx context.Context) ([]User, error) {
 // its password. Both end the account's sessions.
 func (s *Store) UpdateUser(ctx context.Context, id int64, role string, passwordHash []byte, now time.Time) (User, error) {
 	if !validRole(role) {
-		return User{}, fmt.Errorf("store: update user %d: %w: role %q is not viewer, reviewer or admin", id, ErrInvalid, role)
+		return User{}, fmt.Errorf("store: update user %d: %w", id, invalidf("role %q is not viewer, reviewer or admin", role))
 	}
 	return s.changeUser(ctx, id, now, "user.update", func(tx *sql.Tx, u *User) error {
 		u.Role = role
