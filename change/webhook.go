@@ -1,18 +1,16 @@
 package change
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"time"
+
+	"github.com/casebook/casebook/internal/delivery"
 )
 
 // Webhook headers.
@@ -46,8 +44,8 @@ type WebhookOptions struct {
 	Client *http.Client // default: 10 s timeout
 	// Attempts bounds the tries of one delivery (default 6).
 	Attempts int
-	// Backoff is the first retry's wait; each retry doubles it, with up
-	// to 50% jitter, capped at MaxBackoff (defaults 2 s and 5 min).
+	// Backoff is the first retry's wait; each retry doubles it, with
+	// ±50% jitter, capped at MaxBackoff (defaults 2 s and 5 min).
 	Backoff, MaxBackoff time.Duration
 	// Sleep waits between attempts (default: a timer that honours ctx).
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -60,9 +58,8 @@ type Webhook struct {
 
 // NewWebhook checks the options and fills in the defaults.
 func NewWebhook(o WebhookOptions) (*Webhook, error) {
-	u, err := url.Parse(o.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("change: webhook: %q is not an http(s) URL", o.URL)
+	if err := delivery.CheckURL(o.URL); err != nil {
+		return nil, fmt.Errorf("change: webhook: %w", err)
 	}
 	if o.Secret == "" {
 		return nil, errors.New("change: webhook: a shared secret is required to sign the requests")
@@ -80,16 +77,7 @@ func NewWebhook(o WebhookOptions) (*Webhook, error) {
 		o.MaxBackoff = 5 * time.Minute
 	}
 	if o.Sleep == nil {
-		o.Sleep = func(ctx context.Context, d time.Duration) error {
-			t := time.NewTimer(d)
-			defer t.Stop()
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-t.C:
-				return nil
-			}
-		}
+		o.Sleep = delivery.Sleep
 	}
 	return &Webhook{o: o}, nil
 }
@@ -115,42 +103,20 @@ type Attempt struct {
 // Post makes one try: the body as JSON, signed, with the idempotency key.
 func (w *Webhook) Post(ctx context.Context, key string, body []byte, n int) Attempt {
 	a := Attempt{N: n, At: time.Now().UTC()}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.o.URL, bytes.NewReader(body))
-	if err != nil {
-		a.Error = err.Error()
-		return a
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "casebook-change-webhook")
-	req.Header.Set(SignatureHeader, Sign([]byte(w.o.Secret), body))
-	req.Header.Set(IdempotencyHeader, key)
-	req.Header.Set(EventHeader, "change_request")
-	resp, err := w.o.Client.Do(req)
-	if err != nil {
-		a.Error, a.Retry = err.Error(), true
-		return a
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	a.Code = resp.StatusCode
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		a.OK = true
-	case resp.StatusCode == 408 || resp.StatusCode == 425 || resp.StatusCode == 429 || resp.StatusCode >= 500:
-		a.Error, a.Retry = resp.Status, true
-	default:
-		a.Error = resp.Status
-	}
+	r := delivery.Post(ctx, w.o.Client, w.o.URL, body, http.Header{
+		"Content-Type":    {"application/json"},
+		"User-Agent":      {"casebook-change-webhook"},
+		SignatureHeader:   {Sign([]byte(w.o.Secret), body)},
+		IdempotencyHeader: {key},
+		EventHeader:       {"change_request"},
+	})
+	a.OK, a.Retry, a.Code, a.Error = r.OK, r.Retry, r.Code, r.Error
 	return a
 }
 
 // Delay is the wait before try n+1 (n >= 1): exponential with jitter.
 func (w *Webhook) Delay(n int) time.Duration {
-	d := w.o.Backoff << min(n-1, 20)
-	if d <= 0 || d > w.o.MaxBackoff {
-		d = w.o.MaxBackoff
-	}
-	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+	return delivery.Backoff{Initial: w.o.Backoff, Max: w.o.MaxBackoff}.Delay(n)
 }
 
 // Deliver tries until a try succeeds, the receiver refuses, or the
@@ -159,20 +125,16 @@ func (w *Webhook) Delay(n int) time.Duration {
 // attempt.
 func (w *Webhook) Deliver(ctx context.Context, key string, body []byte, done int, record func(Attempt)) Attempt {
 	var last Attempt
-	for n := done + 1; n <= w.o.Attempts; n++ {
-		if n > 1 {
-			if err := w.o.Sleep(ctx, w.Delay(n-1)); err != nil {
-				last.Error = err.Error()
-				return last
-			}
-		}
+	b := delivery.Backoff{Initial: w.o.Backoff, Max: w.o.MaxBackoff}
+	r := delivery.Retry(ctx, b, done+1, w.o.Attempts, w.o.Sleep, func(n int) delivery.Result {
 		last = w.Post(ctx, key, body, n)
 		if record != nil {
 			record(last)
 		}
-		if last.OK || !last.Retry {
-			return last
-		}
+		return delivery.Result{OK: last.OK, Retry: last.Retry}
+	})
+	if r.Error != "" {
+		last.Error = r.Error // the wait before the next try was cancelled
 	}
 	return last
 }

@@ -47,8 +47,8 @@ func TestWebhookSignsRetriesAndStops(t *testing.T) {
 			t.Errorf("request %d signature %q does not verify", i, r.Header.Get(SignatureHeader))
 		}
 	}
-	// Exponential backoff with up to 50% jitter: [0.5, 1] s, then [1, 2] s.
-	if len(waits) != 2 || waits[0] < 500*time.Millisecond || waits[0] > time.Second || waits[1] < time.Second || waits[1] > 2*time.Second {
+	// Exponential backoff with ±50% jitter: [0.5, 1.5] s, then [1, 3] s.
+	if len(waits) != 2 || waits[0] < 500*time.Millisecond || waits[0] > 1500*time.Millisecond || waits[1] < time.Second || waits[1] > 3*time.Second {
 		t.Errorf("waits %v", waits)
 	}
 

@@ -1,19 +1,17 @@
 package watch
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/internal/delivery"
 )
 
 // AlertName is the alertname of every alert the detector forwards.
@@ -49,9 +47,8 @@ type Alertmanager struct {
 
 // NewAlertmanager validates the URL and fills in the defaults.
 func NewAlertmanager(opts AlertmanagerOptions) (*Alertmanager, error) {
-	u, err := url.Parse(opts.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("watch: alertmanager URL %q: want http(s)://host:port", opts.URL)
+	if err := delivery.CheckURL(opts.URL); err != nil {
+		return nil, fmt.Errorf("watch: alertmanager URL: %w", err)
 	}
 	if opts.InstanceLabel == "" {
 		opts.InstanceLabel = "pod"
@@ -127,24 +124,22 @@ func abs(v float64) float64 {
 	return v
 }
 
-// Post sends the alerts, retrying with backoff up to Attempts times. A
-// failure is logged once until a post succeeds again; it is returned too.
+// Post sends the alerts, retrying with backoff up to Attempts times; an
+// Alertmanager that refuses them (a 4xx) is not asked again. A failure is
+// logged once until a post succeeds again; it is returned too.
 func (am *Alertmanager) Post(ctx context.Context, alerts []Active) error {
 	body, err := json.Marshal(am.Payload(alerts))
 	if err != nil {
 		return fmt.Errorf("watch: encode alerts: %w", err)
 	}
-	wait := am.opts.Backoff
-	for try := 1; ; try++ {
-		err = am.post(ctx, body)
-		if err == nil || try >= am.opts.Attempts || ctx.Err() != nil {
-			break
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(wait):
-		}
-		wait *= 2
+	b := delivery.Backoff{Initial: am.opts.Backoff, Max: 30 * am.opts.Backoff}
+	r := delivery.Retry(ctx, b, 1, am.opts.Attempts, nil, func(int) delivery.Result {
+		ctx, cancel := context.WithTimeout(ctx, am.opts.Timeout)
+		defer cancel()
+		return delivery.Post(ctx, am.opts.Client, am.endpoint, body, http.Header{"Content-Type": {"application/json"}})
+	})
+	if !r.OK {
+		err = fmt.Errorf("watch: post alerts: %s", r.Error)
 	}
 	am.mu.Lock()
 	defer am.mu.Unlock()
@@ -157,24 +152,4 @@ func (am *Alertmanager) Post(ctx context.Context, alerts []Active) error {
 		am.log.Info("watch: forwarding alerts to the Alertmanager works again", "url", am.endpoint)
 	}
 	return err
-}
-
-func (am *Alertmanager) post(ctx context.Context, body []byte) error {
-	ctx, cancel := context.WithTimeout(ctx, am.opts.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, am.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return fmt.Errorf("watch: alertmanager request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := am.opts.Client.Do(req)
-	if err != nil {
-		return fmt.Errorf("watch: post alerts: %w", err)
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("watch: post alerts: %s: %s", resp.Status, strings.TrimSpace(string(msg)))
-	}
-	return nil
 }
