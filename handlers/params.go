@@ -47,14 +47,6 @@ const (
 	MinWindow    = time.Minute
 )
 
-var presets = map[string]time.Duration{
-	"15m": 15 * time.Minute,
-	"1h":  time.Hour,
-	"6h":  6 * time.Hour,
-	"24h": 24 * time.Hour,
-	"7d":  7 * 24 * time.Hour,
-}
-
 // TimeWindow is a parsed time range: a preset relative to now, or an
 // absolute from/to window.
 type TimeWindow struct {
@@ -80,9 +72,9 @@ func ParseWindow(q url.Values, now time.Time) (TimeWindow, error) {
 	var w TimeWindow
 	switch {
 	case preset != "":
-		d, ok := presets[preset]
+		d, ok := views.RangePresetWindow(preset)
 		if !ok {
-			return TimeWindow{}, badParam("range", "%q is not a preset; use one of %s", preset, strings.Join(views.RangePresets, ", "))
+			return TimeWindow{}, badParam("range", "%q is not a preset; use one of %s", preset, strings.Join(views.RangePresetNames(), ", "))
 		}
 		w = TimeWindow{Preset: preset, From: now.Add(-d), To: now}
 	case from == "" && to == "":

@@ -143,7 +143,7 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 	}
 	vm.Layout.Refresh = w.Preset != ""
 	for _, p := range views.RangePresets {
-		vm.Range.Presets = append(vm.Range.Presets, views.ScopeLink{Label: p, Href: views.ScopePath(scope, "range="+p)})
+		vm.Range.Presets = append(vm.Range.Presets, views.ScopeLink{Label: p.Name, Href: views.ScopePath(scope, "range="+p.Name)})
 	}
 	if scope.Instance == "" {
 		var insts []metrics.Scope

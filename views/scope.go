@@ -8,8 +8,36 @@ import (
 	"github.com/casebook/casebook/metrics"
 )
 
-// Range presets offered by the time-range picker, shortest first.
-var RangePresets = []string{"15m", "1h", "6h", "24h", "7d"}
+// RangePreset is one window the time-range picker offers.
+type RangePreset struct {
+	Name   string // as in ?range=
+	Window time.Duration
+}
+
+// RangePresets are the time-range picker's windows, shortest first: the
+// one table the picker and the range parser read.
+var RangePresets = []RangePreset{
+	{"15m", 15 * time.Minute}, {"1h", time.Hour}, {"6h", 6 * time.Hour}, {"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour},
+}
+
+// RangePresetWindow is the window of a preset's name.
+func RangePresetWindow(name string) (time.Duration, bool) {
+	for _, p := range RangePresets {
+		if p.Name == name {
+			return p.Window, true
+		}
+	}
+	return 0, false
+}
+
+// RangePresetNames lists the presets' names, shortest first.
+func RangePresetNames() []string {
+	out := make([]string, len(RangePresets))
+	for i, p := range RangePresets {
+		out[i] = p.Name
+	}
+	return out
+}
 
 // ScopeView is the view model of the live view of one model or instance.
 type ScopeView struct {
