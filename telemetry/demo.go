@@ -70,6 +70,9 @@ func (t *Telemetry) startDemo(ctx, bg context.Context, backfill time.Duration) e
 			return err
 		}
 		loops = append(loops, newScrapeLoop(st, client, t.app, t.status))
+		if tg.Labels["job"] == demoJobEngine {
+			t.engines.set(tg.Labels[GPUInstanceLabel], tg.URL, client)
+		}
 	}
 	fams, err := readFamilies(ctx, client, loops)
 	if err != nil {

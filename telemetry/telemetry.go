@@ -27,8 +27,14 @@ type Options struct {
 	Demo           bool          // embedded mode scraping the in-process simulator, history back-filled
 	ScrapeInterval time.Duration // default 5s; in remote mode, the remote's scrape interval (default 15s)
 	InstanceLabel  string        // default "pod"
-	DCGM           string        // "", "embedded" or a host:port of nv-hostengine
-	Logger         *slog.Logger
+	// GPUInstanceLabel and GPUNamespaceLabel are the labels on GPU
+	// series that name the engine's pod and namespace; "" or "auto"
+	// detects them from the data (exported_pod, pod or pod_name), and a
+	// namespace label "none" keeps namespaces out of the join.
+	GPUInstanceLabel  string
+	GPUNamespaceLabel string
+	DCGM              string // "", "embedded" or a host:port of nv-hostengine
+	Logger            *slog.Logger
 
 	// Retentions of the embedded tiers (DataDir/tsdb raw, tsdb-1m and
 	// tsdb-1h aggregates); zero means 24 h, 30 days and 365 days.
@@ -58,6 +64,9 @@ type Telemetry struct {
 	ranges  *rangeCache // settled points of long chart ranges
 	// noRecords notes the recorded tiers a remote Prometheus lacks.
 	noRecords recordAbsence
+
+	join    joinCache       // the latest GPU join (GPUJoin)
+	engines engineEndpoints // engines scraped here, for /v1/models
 
 	db *tsdb.DB // the raw tier; nil in remote mode
 	// app is what scrapers and the DCGM collector write the raw tier
@@ -182,7 +191,10 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 		}
 	}
 	client := &http.Client{}
-	for _, st := range targets {
+	for i, st := range targets {
+		if in := opts.Targets[i].Labels[opts.InstanceLabel]; in != "" {
+			t.engines.set(in, st.url, client)
+		}
 		t.startLoop(bg, newScrapeLoop(st, client, t.app, t.status))
 	}
 	t.startDownsampler(bg)
@@ -272,7 +284,9 @@ func (t *Telemetry) Scopes(ctx context.Context) ([]metrics.Scope, error) {
 }
 
 // scopeSelectors resolves a scope's matchers, listing the model's instances
-// when the scope is a whole model.
+// when the scope is a whole model and joining GPUs through the detected or
+// configured labels. A source whose GPU join cannot be computed is read
+// without GPU metrics rather than failing the scope.
 func (t *Telemetry) scopeSelectors(ctx context.Context, scope metrics.Scope) (metrics.Selectors, bool, error) {
 	if scope.Model == "" {
 		return metrics.Selectors{}, false, errors.New("telemetry: scope has no model")
@@ -289,6 +303,26 @@ func (t *Telemetry) scopeSelectors(ctx context.Context, scope metrics.Scope) (me
 			}
 		}
 	}
-	sel, gpuOK := selectors(scope, t.opts.InstanceLabel, instances)
+	join, engines, err := t.gpuJoin(ctx)
+	if err != nil {
+		t.log.Warn("gpu join unavailable; GPU metrics left out", "scope", scope.String(), "err", err)
+	}
+	sel, gpuOK := selectors(scope, t.opts.InstanceLabel, instances, join, scopeNamespaces(scope, engines))
 	return sel, gpuOK, nil
+}
+
+// scopeNamespaces returns the namespaces the scope's engines run in,
+// sorted; none when their series carry no namespace.
+func scopeNamespaces(scope metrics.Scope, engines []EngineRef) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range engines {
+		if e.Model != scope.Model || (scope.Instance != "" && e.Instance != scope.Instance) || e.Namespace == "" || seen[e.Namespace] {
+			continue
+		}
+		seen[e.Namespace] = true
+		out = append(out, e.Namespace)
+	}
+	sort.Strings(out)
+	return out
 }
