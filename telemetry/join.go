@@ -155,9 +155,10 @@ func DetectGPUJoin(engines []EngineRef, gpus []map[string]string, opts JoinOptio
 				if e.Instance != v || (useNS && e.Namespace != "" && g[c.ns] != e.Namespace) {
 					continue
 				}
+				// Without namespaces a GPU joins every engine of its
+				// pod's name: the scopes cannot tell them apart.
 				joined[e.key()]++
 				score++
-				break
 			}
 		}
 		if score > bestScore {

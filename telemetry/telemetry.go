@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,6 +106,11 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 	if opts.ScrapeInterval < 0 {
 		return nil, fmt.Errorf("telemetry: scrape interval %s is negative", opts.ScrapeInterval)
 	}
+	for _, l := range []struct{ flag, v string }{{"GPU instance label", opts.GPUInstanceLabel}, {"GPU namespace label", opts.GPUNamespaceLabel}} {
+		if l.v != "" && l.v != LabelAuto && !(l.v == "none" && l.flag == "GPU namespace label") && !validLabelName(l.v) {
+			return nil, fmt.Errorf("telemetry: %s %q is not a label name", l.flag, l.v)
+		}
+	}
 	t := &Telemetry{opts: opts, log: opts.Logger, status: newStatusBoard(opts.Logger), ranges: newRangeCache()}
 	bg, cancel := context.WithCancel(context.Background())
 	t.cancel = cancel
@@ -127,6 +133,7 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 		t.querier = rq
 		t.res = resolutions{live: opts.ScrapeInterval}
 		t.probeRemote(ctx, rq)
+		t.startJoinWatch(bg)
 		return t, nil
 	}
 
@@ -201,7 +208,43 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 	if opts.DCGM != "" {
 		t.startDCGM(bg, newDCGMAPI())
 	}
+	t.startJoinWatch(bg)
 	return t, nil
+}
+
+// startJoinWatch recomputes the GPU join every minute, so that the status
+// board (and /readyz) says when GPUs stop joining their engines even while
+// no page asks.
+func (t *Telemetry) startJoinWatch(ctx context.Context) {
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		tick := time.NewTicker(joinCacheFor)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				if _, _, err := t.gpuJoin(qctx); err != nil && ctx.Err() == nil {
+					t.log.Debug("gpu join not computed", "err", err)
+				}
+				cancel()
+			}
+		}
+	}()
+}
+
+// validLabelName reports whether s is a Prometheus label name that may
+// appear bare in PromQL.
+func validLabelName(s string) bool {
+	for i, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != "" && !strings.HasPrefix(s, "__")
 }
 
 func (t *Telemetry) startLoop(ctx context.Context, l *scrapeLoop) {

@@ -40,6 +40,9 @@ type serveConfig struct {
 	WebhookToken   string
 	ScrapeInterval time.Duration
 	InstanceLabel  string
+
+	GPUInstanceLabel, GPUNamespaceLabel string // --gpu-instance-label, --gpu-namespace-label
+
 	BaseURL        string
 	InsecureNoAuth bool
 	Auth           string
@@ -76,6 +79,8 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	fs.StringVar(&c.WebhookToken, "webhook-token", "", "bearer token Alertmanager must send to /api/v1/alerts/alertmanager")
 	fs.DurationVar(&c.ScrapeInterval, "scrape-interval", 5*time.Second, "scrape interval of the embedded scraper")
 	fs.StringVar(&c.InstanceLabel, "instance-label", "pod", "label that names an engine instance")
+	fs.StringVar(&c.GPUInstanceLabel, "gpu-instance-label", "auto", `label on GPU series that names the engine's pod: "auto" detects exported_pod, pod or pod_name`)
+	fs.StringVar(&c.GPUNamespaceLabel, "gpu-namespace-label", "auto", `label on GPU series that names the pod's namespace: "auto" pairs it with the pod label, "none" leaves namespaces out of the join`)
 	fs.StringVar(&c.BaseURL, "base-url", "", "external URL of the console, used in share and postmortem links (default http://LISTEN)")
 	fs.BoolVar(&c.InsecureNoAuth, "insecure-no-auth", false, "allow listening on a non-loopback address without authentication (every page then shows a red banner)")
 	fs.StringVar(&c.Auth, "auth", "none", `authentication: "none" (loopback only), "proxy" (trust X-Forwarded-User from --trusted-proxies) or "accounts" (built-in accounts, see casebook user)`)
@@ -261,6 +266,8 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 		ScrapeInterval: cfg.ScrapeInterval,
 		InstanceLabel:  cfg.InstanceLabel,
 		DCGM:           cfg.DCGM,
+
+		GPUInstanceLabel: cfg.GPUInstanceLabel, GPUNamespaceLabel: cfg.GPUNamespaceLabel,
 
 		RawRetention:    cfg.RetentionRaw,
 		MinuteRetention: cfg.RetentionMinute,

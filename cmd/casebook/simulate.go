@@ -29,6 +29,7 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 	gpus := fs.Int("gpus", 2, "GPUs per instance (tensor parallel)")
 	scenarios := fs.Int("scenarios", 0, "write this many labelled cases as JSON Lines and exit")
 	out := fs.String("out", "-", "file for --scenarios (- = stdout)")
+	dcgmFields := fs.String("dcgm-fields", string(sim.DCGMProfiling), `the simulated dcgm-exporter's counter file: "default" (default-counters.csv, no profiling fields) or "profiling" (with DCGM_FI_PROF_*)`)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: casebook simulate [flags]\n\nServes a simulated vLLM cluster, or writes a labelled corpus with --scenarios.\nEvery flag can also be set as CASEBOOK_<NAME>.\n\nflags:")
 		fs.PrintDefaults()
@@ -49,11 +50,15 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 	case *scenarios < 0 || *scenarios > 1_000_000:
 		return fmt.Errorf("%w: simulate: --scenarios %d is outside 0..1000000", errUsage, *scenarios)
 	}
+	fields, err := sim.ParseDCGMFields(*dcgmFields)
+	if err != nil {
+		return fmt.Errorf("%w: simulate: --%v", errUsage, err)
+	}
 	if *scenarios > 0 {
 		return writeScenarios(*scenarios, *seed, *out, stdout)
 	}
 
-	c := sim.New(sim.Options{Models: *models, InstancesPerModel: *instances, GPUsPerInstance: *gpus, Seed: *seed})
+	c := sim.New(sim.Options{Models: *models, InstancesPerModel: *instances, GPUsPerInstance: *gpus, Seed: *seed, DCGMFields: fields})
 	var names []string
 	for _, t := range c.Targets() {
 		if len(names) == 0 || names[len(names)-1] != t.Model {
@@ -78,8 +83,8 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 	for _, t := range c.Targets() {
 		fmt.Fprintf(stdout, "  %-24s %-14s %s%s  %s%s\n", t.Model, t.Instance, base, t.EnginePath, base, t.GPUPath)
 	}
-	fmt.Fprintf(stdout, "  gateway %s%s\n  targets %s/targets, faults %s/faults\n  Prometheus scrape config: %s/prometheus.yml\n",
-		base, sim.GatewayPath, base, base, base)
+	fmt.Fprintf(stdout, "  gateway %s%s\n  targets %s/targets, faults %s/faults\n  Prometheus scrape config: %s/prometheus.yml (ServiceMonitor-style labels: %s/prometheus.yml?labels=kubernetes)\n  dcgm-exporter counters: %s\n",
+		base, sim.GatewayPath, base, base, base, base, fields)
 
 	srv := &http.Server{Handler: c.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	runCtx, cancel := context.WithCancel(ctx)
