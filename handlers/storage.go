@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/telemetry"
 	"github.com/casebook/casebook/views"
 )
@@ -29,6 +30,7 @@ func NewStorage(h *Handlers) *Storage { return &Storage{h.deps} }
 // Show renders the storage page.
 func (h *Storage) Show(c echo.Context) error {
 	vm := views.StorageView{Layout: h.d.layout("Storage", views.NavStorage), Now: h.d.Now()}
+	vm.Coverage = h.d.coverageView(c.Request().Context(), metrics.Scope{})
 	if sr, ok := h.d.Telemetry.(StorageReporter); ok {
 		st, err := sr.Storage()
 		switch {
