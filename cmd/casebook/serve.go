@@ -42,6 +42,7 @@ type serveConfig struct {
 	InstanceLabel  string
 
 	GPUInstanceLabel, GPUNamespaceLabel string // --gpu-instance-label, --gpu-namespace-label
+	HelmChart                           string // --helm-chart
 
 	BaseURL        string
 	InsecureNoAuth bool
@@ -100,6 +101,7 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	fs.StringVar(&c.ChangeWebhookURL, "change-webhook-url", "", "post change requests (signed JSON) to this URL, e.g. a CMDB or ticketing system")
 	fs.StringVar(&c.ChangeWebhookSecret, "change-webhook-secret", "", "shared secret of the X-Casebook-Signature HMAC (required with --change-webhook-url)")
 	fs.StringVar(&c.DeployWindows, "deploy-windows", "", `weekly deployment windows, e.g. "Tue 10:00-12:00, Thu 14:00-16:00 Europe/Berlin"`)
+	fs.StringVar(&c.HelmChart, "helm-chart", "none", "chart preset whose values change requests also show: "+strings.Join(change.HelmChartNames(), ", "))
 	fs.StringVar(&c.EngineConfig, "engine-config", "", "file with the engines' current settings: a vLLM argument list or JSON; it wins over the engines' info labels")
 	if err := parseFlags(fs, args, env, stderr); err != nil {
 		return c, err
@@ -400,6 +402,11 @@ func newChanges(ctx context.Context, cfg serveConfig, st *store.Store, tel *tele
 		}
 		d.Schedule = &s
 	}
+	chart, ok := change.LookupHelmChart(cfg.HelmChart)
+	if !ok {
+		return nil, fmt.Errorf("%w: --helm-chart %q: want one of %s", errUsage, cfg.HelmChart, strings.Join(change.HelmChartNames(), ", "))
+	}
+	d.HelmChart = chart
 	if cfg.EngineConfig != "" {
 		b, err := os.ReadFile(cfg.EngineConfig)
 		if err != nil {
