@@ -52,7 +52,7 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 	}
 	fields, err := sim.ParseDCGMFields(*dcgmFields)
 	if err != nil {
-		return fmt.Errorf("%w: simulate: --%v", errUsage, err)
+		return fmt.Errorf("%w: simulate: --dcgm-fields: %v", errUsage, err)
 	}
 	if *scenarios > 0 {
 		return writeScenarios(*scenarios, *seed, *out, stdout)
