@@ -130,6 +130,7 @@ func (t *Telemetry) Coverage(ctx context.Context, scope metrics.Scope) (Coverage
 		if len(insts) > 0 {
 			instSel = "," + t.opts.InstanceLabel + "=~" + quote(alternation(insts))
 		}
+		gpuOK = gpuOK && !allUnjoined(insts, join)
 	}
 	now := time.Now()
 	var series []map[string]string
@@ -137,9 +138,13 @@ func (t *Telemetry) Coverage(ctx context.Context, scope metrics.Scope) (Coverage
 		`group by (__name__) ({__name__=~"vllm:.+|gateway_.+"` + engineSel + `})`,
 		`group by (__name__) ({__name__="http_requests_total"` + instSel + `})`,
 	}
-	if gpuOK || scope.Model == "" {
-		queries = append(queries, `group by (__name__) ({__name__=~"DCGM_.+"`+gpuSel+`})`)
+	if !gpuOK {
+		// The scope's GPUs do not join: read what the source exports at
+		// all, so that its GPU metrics are reported as not joined rather
+		// than as not exported.
+		gpuSel = ""
 	}
+	queries = append(queries, `group by (__name__) ({__name__=~"DCGM_.+"`+gpuSel+`})`)
 	for _, nl := range labelledSeries() {
 		queries = append(queries, "group by (__name__, "+nl[1]+") ("+nl[0]+"{"+strings.TrimPrefix(engineSel, ",")+"})")
 	}
@@ -152,26 +157,25 @@ func (t *Telemetry) Coverage(ctx context.Context, scope metrics.Scope) (Coverage
 			series = append(series, r.Labels)
 		}
 	}
-	if scope.Model != "" && gpuOK {
-		gpuOK = !scopeUnjoined(scope, join)
-	}
 	c := CoverageOf(NewSeriesSet(series), join, gpuOK)
 	c.Scope, c.At = scope, now
 	return c, nil
 }
 
-// scopeUnjoined reports whether every instance of the scope is among the
-// join's unjoined engines.
-func scopeUnjoined(scope metrics.Scope, join GPUJoin) bool {
-	if scope.Instance == "" {
-		return false
-	}
-	for _, u := range join.Unjoined {
-		if u == scope.Instance || strings.HasSuffix(u, "/"+scope.Instance) {
-			return true
+// allUnjoined reports whether none of the instances has GPU series.
+func allUnjoined(insts []string, join GPUJoin) bool {
+	for _, in := range insts {
+		unjoined := false
+		for _, u := range join.Unjoined {
+			if u == in || strings.HasSuffix(u, "/"+in) {
+				unjoined = true
+			}
+		}
+		if !unjoined {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 func scopeName(s metrics.Scope) string {

@@ -394,7 +394,8 @@ func TestConfiguredGPUJoin(t *testing.T) {
 		t.Errorf("without namespaces %+v", j)
 	}
 	j = DetectGPUJoin(engines, gpus, JoinOptions{InstanceLabel: "pod"})
-	if j.InstanceLabel != "" || !strings.Contains(j.Why, "exported_pod (e.g. p)") || !strings.Contains(j.Summary(), "--gpu-instance-label") {
+	if j.InstanceLabel != "" || !strings.Contains(j.Why, "configured label pod (e.g. exporter-x) names no engine instance (e.g. a/p), but exported_pod does") ||
+		!strings.Contains(j.Summary(), "--gpu-instance-label exported_pod") {
 		t.Errorf("configured pod on a ServiceMonitor scrape: %+v", j)
 	}
 }

@@ -169,7 +169,11 @@ func DetectGPUJoin(engines []EngineRef, gpus []map[string]string, opts JoinOptio
 		}
 	}
 	if bestScore == 0 {
-		j.Why = whyNoJoin(engines, gpus, cands[0].inst)
+		configured := ""
+		if !j.Detected {
+			configured = cands[0].inst
+		}
+		j.Why = whyNoJoin(engines, gpus, configured)
 		for _, e := range engines {
 			j.Unjoined = append(j.Unjoined, e.key())
 		}
@@ -214,7 +218,7 @@ func dedupe(s []string) []string {
 }
 
 // whyNoJoin says what the GPU series carry when none names an engine.
-func whyNoJoin(engines []EngineRef, gpus []map[string]string, first string) string {
+func whyNoJoin(engines []EngineRef, gpus []map[string]string, configured string) string {
 	switch {
 	case len(gpus) == 0:
 		return "no GPU series (DCGM_FI_DEV_GPU_UTIL) in the source"
@@ -227,10 +231,35 @@ func whyNoJoin(engines []EngineRef, gpus []map[string]string, first string) stri
 			present = append(present, c.instance+" ("+exampleValue(gpus, c.instance)+")")
 		}
 	}
+	if configured != "" && !anyHas(gpus, configured) {
+		if len(present) == 0 {
+			return "no GPU series carries the configured label " + configured + ", nor any other pod label"
+		}
+		return "no GPU series carries the configured label " + configured + "; they carry " + strings.Join(present, ", ")
+	}
 	if len(present) == 0 {
 		return "the GPU series carry no pod label (pod, exported_pod or pod_name) with a value: run dcgm-exporter in Kubernetes mode, or join by host"
 	}
+	if configured != "" {
+		for _, c := range gpuJoinCandidates {
+			if c.instance != configured && namesAnEngine(gpus, engines, c.instance) {
+				return "the configured label " + configured + " (" + exampleValue(gpus, configured) + ") names no engine instance (" +
+					exampleEngine(engines) + "), but " + c.instance + " does: set --gpu-instance-label " + c.instance + " or auto"
+			}
+		}
+	}
 	return "no GPU series' " + strings.Join(present, ", ") + " names an engine instance (" + exampleEngine(engines) + "); set --gpu-instance-label"
+}
+
+func namesAnEngine(gpus []map[string]string, engines []EngineRef, label string) bool {
+	for _, g := range gpus {
+		for _, e := range engines {
+			if g[label] != "" && g[label] == e.Instance {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func exampleValue(gpus []map[string]string, label string) string {
