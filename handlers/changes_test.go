@@ -75,11 +75,12 @@ func newChangeFixture(t *testing.T, hook string) (*archiveFixture, *store.Store,
 		if err != nil {
 			t.Fatal(err)
 		}
+		chart, _ := change.LookupHelmChart("production-stack")
 		ch = handlers.NewChanges(context.Background(), handlers.ChangeDeps{
 			Store: st, Capture: tel, Engine: engineInfo{"gpu_memory_utilization": "0.9", "block_size": "16"},
 			GPUs:    gpus{{Host: "node-7", GPU: "0", MaxUtil: 0, Samples: 30}, {Host: "node-7", GPU: "1", MaxUtil: 0.01, Samples: 30}},
 			Webhook: w, Schedule: &sched, BaseURL: "https://casebook.example", Layout: layout, Now: clk.now,
-			OutcomeWindow: 8 * time.Minute,
+			OutcomeWindow: 8 * time.Minute, HelmChart: chart,
 		})
 		inc := handlers.NewIncidents(handlers.IncidentDeps{
 			Archive: st, Capture: tel, Diagnoser: o.Diagnoser, AlertToken: alertToken, Layout: layout, Now: o.Now, Changes: ch,
@@ -196,8 +197,8 @@ func TestChangeRequestFromAnIncident(t *testing.T) {
 	if r := postForm(t, f, "/incidents/1/changes", url.Values{"action": {"add_replica"}, "current": {"2"}}); r.status != http.StatusSeeOther {
 		t.Fatalf("add replica: %d %s", r.status, r.body)
 	}
-	if s := f.get(t, "/incidents/1/changes/2"); !strings.Contains(s.body, "2 idle GPUs over the last 15 minutes on node-7 (2)") {
-		t.Errorf("capacity missing on the replica change")
+	if s := f.get(t, "/incidents/1/changes/2"); !strings.Contains(s.body, "2 idle GPUs over the last 15 minutes on node-7 (2)") || !strings.Contains(s.body, "replicaCount: 3  # was 2") {
+		t.Errorf("capacity or helm missing on the replica change")
 	}
 
 	// Applied ten minutes before the fake's storm ends: the eight minutes
