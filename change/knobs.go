@@ -16,33 +16,100 @@ const (
 
 // Knob is one configuration setting an action can change.
 type Knob struct {
-	Name     string  // the action's knob id, e.g. "max_num_seqs"
-	Flag     string  // the vLLM command-line flag, "" for a deployment setting
-	HelmPath string  // dotted path in a Helm values file
-	Type     string  // TypeFloat, TypeInt or TypeBool
-	Min, Max float64 // valid range (ignored for TypeBool)
-	Help     string
+	Name string // the action's knob id, e.g. "max_num_seqs"
+	Flag string // the vLLM command-line flag, "" for a deployment setting
+	// ConfigKey, when set, is the knob's key inside a JSON-valued flag:
+	// vLLM takes the number of speculative tokens as
+	// --speculative-config '{"num_speculative_tokens": N}'.
+	ConfigKey string
+	Type      string  // TypeFloat, TypeInt or TypeBool
+	Min, Max  float64 // valid range (ignored for TypeBool)
+	Help      string
 }
 
 // Knobs is the catalog of the knobs actions may change, vLLM's engine
-// arguments and the deployment's replica count.
+// arguments (current flag names) and the deployment's replica count.
 var Knobs = []Knob{
-	{"gpu_memory_utilization", "--gpu-memory-utilization", "vllm.engineArgs.gpuMemoryUtilization", TypeFloat, 0.5, 0.98,
+	{"gpu_memory_utilization", "--gpu-memory-utilization", "", TypeFloat, 0.5, 0.98,
 		"Share of each GPU's memory the engine may use for weights, activations and the KV cache."},
-	{"max_num_seqs", "--max-num-seqs", "vllm.engineArgs.maxNumSeqs", TypeInt, 1, 4096,
+	{"max_num_seqs", "--max-num-seqs", "", TypeInt, 1, 4096,
 		"Most sequences in one batch."},
-	{"max_num_batched_tokens", "--max-num-batched-tokens", "vllm.engineArgs.maxNumBatchedTokens", TypeInt, 256, 1 << 20,
+	{"max_num_batched_tokens", "--max-num-batched-tokens", "", TypeInt, 256, 1 << 20,
 		"Token budget of one scheduler step (prefill chunks plus decodes)."},
-	{"max_model_len", "--max-model-len", "vllm.engineArgs.maxModelLen", TypeInt, 256, 1 << 20,
+	{"max_model_len", "--max-model-len", "", TypeInt, 256, 1 << 20,
 		"Longest context (prompt plus output) the engine accepts."},
-	{"enable_prefix_caching", "--enable-prefix-caching", "vllm.engineArgs.enablePrefixCaching", TypeBool, 0, 1,
+	{"enable_prefix_caching", "--enable-prefix-caching", "", TypeBool, 0, 1,
 		"Reuse the KV cache of shared prompt prefixes."},
-	{"num_speculative_tokens", "--num-speculative-tokens", "vllm.engineArgs.numSpeculativeTokens", TypeInt, 0, 16,
+	{"num_speculative_tokens", "--speculative-config", "num_speculative_tokens", TypeInt, 0, 16,
 		"Draft tokens proposed per step; 0 turns speculative decoding off."},
-	{"tensor_parallel_size", "--tensor-parallel-size", "vllm.engineArgs.tensorParallelSize", TypeInt, 1, 8,
+	{"tensor_parallel_size", "--tensor-parallel-size", "", TypeInt, 1, 8,
 		"GPUs one engine instance spans."},
-	{"replicas", "", "replicaCount", TypeInt, 1, 64,
+	{"replicas", "", "", TypeInt, 1, 64,
 		"Engine instances behind the load balancer."},
+}
+
+// HelmChart says where a deployment chart's values set each knob. Paths
+// are dotted; a segment "list[key=value]" is the entry of a list whose
+// key is value, and MODEL in a value stands for the scope's model.
+type HelmChart struct {
+	Name string
+	// Values maps knob ids to the values path of their own setting.
+	Values map[string]string
+	// Args is the values path of the engine's extra argument list, where
+	// knobs without a path of their own go as vLLM flags; "" when the
+	// chart has none.
+	Args string
+	// Doc is where the paths were read.
+	Doc string
+}
+
+// HelmCharts are the presets for the charts people deploy vLLM with. With
+// none chosen a change request carries vLLM arguments only.
+var HelmCharts = []HelmChart{
+	{Name: "production-stack", Doc: "vllm-project/production-stack helm/values.yaml",
+		Values: map[string]string{
+			"gpu_memory_utilization": "servingEngineSpec.modelSpec[name=MODEL].vllmConfig.gpuMemoryUtilization",
+			"max_num_seqs":           "servingEngineSpec.modelSpec[name=MODEL].vllmConfig.maxNumSeqs",
+			"max_model_len":          "servingEngineSpec.modelSpec[name=MODEL].vllmConfig.maxModelLen",
+			"enable_prefix_caching":  "servingEngineSpec.modelSpec[name=MODEL].vllmConfig.enablePrefixCaching",
+			"tensor_parallel_size":   "servingEngineSpec.modelSpec[name=MODEL].vllmConfig.tensorParallelSize",
+			"replicas":               "servingEngineSpec.modelSpec[name=MODEL].replicaCount",
+		},
+		Args: "servingEngineSpec.modelSpec[name=MODEL].vllmConfig.extraArgs"},
+	{Name: "llm-d", Doc: "llm-d-incubation/llm-d-modelservice charts/llm-d-modelservice/values.yaml (decode pods)",
+		Values: map[string]string{
+			"tensor_parallel_size": "decode.parallelism.tensor",
+			"replicas":             "decode.replicas",
+		},
+		Args: "decode.containers[name=vllm].args"},
+	// KServe deploys vLLM through an InferenceService manifest rather than
+	// chart values; the paths are the manifest's.
+	{Name: "kserve", Doc: "KServe InferenceService spec (huggingface runtime)",
+		Values: map[string]string{"replicas": "spec.predictor.minReplicas"},
+		Args:   "spec.predictor.model.args"},
+}
+
+// LookupHelmChart returns a preset by name; "" and "none" mean no chart
+// (ok true, zero chart).
+func LookupHelmChart(name string) (HelmChart, bool) {
+	if name == "" || name == "none" {
+		return HelmChart{}, true
+	}
+	for _, c := range HelmCharts {
+		if c.Name == name {
+			return c, true
+		}
+	}
+	return HelmChart{}, false
+}
+
+// HelmChartNames lists the presets, for flag help and errors.
+func HelmChartNames() []string {
+	out := []string{"none"}
+	for _, c := range HelmCharts {
+		out = append(out, c.Name)
+	}
+	return out
 }
 
 // LookupKnob returns the catalog entry for a knob id.

@@ -28,11 +28,11 @@ var (
 type Proposal struct {
 	Knob     string `json:"knob"`
 	Flag     string `json:"flag,omitempty"`
-	HelmPath string `json:"helm_path"`
-	Current  string `json:"current"`  // "" when unknown
-	Proposed string `json:"proposed"` // in the knob's format
-	Rule     string `json:"rule"`     // the action's rule, as written
-	Reason   string `json:"reason"`   // how the value was reached
+	HelmPath string `json:"helm_path"` // "" without a chart preset, or when the chart has no path for the knob
+	Current  string `json:"current"`   // "" when unknown
+	Proposed string `json:"proposed"`  // in the knob's format
+	Rule     string `json:"rule"`      // the action's rule, as written
+	Reason   string `json:"reason"`    // how the value was reached
 }
 
 // Propose computes the concrete value of an action's rule. current maps
@@ -49,7 +49,7 @@ func Propose(a diagnose.Action, current map[string]string, observed metrics.Valu
 	if !ok {
 		return Proposal{}, fmt.Errorf("change: propose %s: unknown knob %q", a.ID, a.Knob)
 	}
-	p := Proposal{Knob: k.Name, Flag: k.Flag, HelmPath: k.HelmPath, Rule: a.Proposed}
+	p := Proposal{Knob: k.Name, Flag: k.Flag, Rule: a.Proposed}
 	cur, haveCur := math.NaN(), false
 	if s, ok := current[k.Name]; ok && strings.TrimSpace(s) != "" {
 		x, err := k.Parse(s)
@@ -191,7 +191,17 @@ func ParseConfig(data []byte) (map[string]string, error) {
 			return nil, fmt.Errorf("change: parse config: %w", err)
 		}
 		for name, v := range raw {
-			k, ok := LookupKnob(strings.ReplaceAll(name, "-", "_"))
+			name = strings.ReplaceAll(name, "-", "_")
+			if obj, ok := v.(map[string]any); ok {
+				// A JSON-valued flag such as speculative_config.
+				for _, k := range Knobs {
+					if k.ConfigKey != "" && strings.ReplaceAll(strings.TrimPrefix(k.Flag, "--"), "-", "_") == name && obj[k.ConfigKey] != nil {
+						out[k.Name] = fmt.Sprint(obj[k.ConfigKey])
+					}
+				}
+				continue
+			}
+			k, ok := LookupKnob(name)
 			if !ok {
 				continue
 			}
@@ -203,6 +213,17 @@ func ParseConfig(data []byte) (map[string]string, error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		if k, ok := jsonFlagKnob(a); ok {
+			val, next, err := jsonFlagValue(args, i, k)
+			if err != nil {
+				return nil, fmt.Errorf("change: parse config: %w", err)
+			}
+			if val != "" {
+				out[k.Name] = val
+			}
+			i = next
 			continue
 		}
 		name, val, hasVal := strings.Cut(strings.TrimPrefix(a, "--"), "=")
@@ -230,4 +251,52 @@ func ParseConfig(data []byte) (map[string]string, error) {
 		out[k.Name] = val
 	}
 	return out, nil
+}
+
+// jsonFlagKnob returns the knob a JSON-valued flag argument sets
+// ("--speculative-config" or "--speculative-config=...").
+func jsonFlagKnob(arg string) (Knob, bool) {
+	flag, _, _ := strings.Cut(arg, "=")
+	for _, k := range Knobs {
+		if k.ConfigKey != "" && k.Flag == flag {
+			return k, true
+		}
+	}
+	return Knob{}, false
+}
+
+// jsonFlagValue reads the JSON object of a JSON-valued flag starting at
+// args[i] (its words rejoined, shell quotes stripped) and returns the
+// knob's value in it ("" when the object does not set it) and the index of
+// the object's last word.
+func jsonFlagValue(args []string, i int, k Knob) (string, int, error) {
+	_, first, inline := strings.Cut(args[i], "=")
+	words := []string{first}
+	j := i
+	if !inline {
+		j++
+		if j >= len(args) {
+			return "", i, fmt.Errorf("%s has no value", k.Flag)
+		}
+		words = []string{args[j]}
+	}
+	text := strings.Join(words, " ")
+	for strings.Count(text, "{") > strings.Count(text, "}") && j+1 < len(args) {
+		j++
+		text += " " + args[j]
+	}
+	text = strings.Trim(text, `'"`)
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(text), &obj); err != nil {
+		return "", j, fmt.Errorf("%s: %q is not a JSON object: %v", k.Flag, text, err)
+	}
+	v, ok := obj[k.ConfigKey]
+	if !ok {
+		return "", j, nil
+	}
+	val := fmt.Sprint(v)
+	if _, err := k.Parse(val); err != nil {
+		return "", j, err
+	}
+	return val, j, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,8 +86,16 @@ type BuildInput struct {
 	Proposal    *Proposal
 	Schedule    *Schedule // nil: no deployment window
 	Capacity    *Capacity
-	By          string
-	Now         time.Time
+	// Chart is the deployment chart whose values the request also shows
+	// the change in; the zero chart shows vLLM arguments only.
+	Chart HelmChart
+	By    string
+	Now   time.Time
+}
+
+func mustKnob(name string) Knob {
+	k, _ := LookupKnob(name)
+	return k
 }
 
 // Build assembles a change request.
@@ -134,7 +143,10 @@ func Build(in BuildInput) (Request, error) {
 		p := *in.Proposal
 		r.Change = &p
 		r.VLLMArgs = argDiff(p)
-		r.HelmValues = helmFragment(p)
+		if path, _ := helmPath(mustKnob(p.Knob), in.Chart); path != "" {
+			r.Change.HelmPath = path
+		}
+		r.HelmValues = helmFragment(p, in.Chart, in.Scope.Model)
 		from := p.Current
 		if from == "" {
 			from = "?"
@@ -154,6 +166,9 @@ func Build(in BuildInput) (Request, error) {
 
 // flagValue renders one knob value as the vLLM arguments that set it.
 func flagValue(k Knob, v string) string {
+	if k.ConfigKey != "" {
+		return k.Flag + " '{\"" + k.ConfigKey + "\": " + v + "}'"
+	}
 	if k.Type == TypeBool {
 		if x, err := k.Parse(v); err == nil && x == 0 {
 			return "--no-" + strings.TrimPrefix(k.Flag, "--")
@@ -178,20 +193,72 @@ func argDiff(p Proposal) string {
 	return b.String()
 }
 
-// helmFragment writes the change as nested YAML keys along the knob's
-// Helm values path, with the previous value as a comment.
-func helmFragment(p Proposal) string {
+// argItem is one knob value as a single container argument (no shell
+// quoting: Kubernetes passes it to vLLM as is).
+func argItem(k Knob, v string) string {
+	switch {
+	case k.ConfigKey != "":
+		return k.Flag + `={"` + k.ConfigKey + `": ` + v + "}"
+	case k.Type == TypeBool:
+		return flagValue(k, v)
+	}
+	return k.Flag + "=" + v
+}
+
+// helmPath is where a chart sets a knob: its own values path, else the
+// chart's argument list (isArgs true); "" when the chart has neither.
+func helmPath(k Knob, c HelmChart) (path string, isArgs bool) {
+	if p := c.Values[k.Name]; p != "" {
+		return p, false
+	}
+	if k.Flag != "" && c.Args != "" {
+		return c.Args, true
+	}
+	return "", false
+}
+
+// helmFragment writes the change as nested YAML keys along the chart's
+// values path for the knob, with the previous value as a comment; a knob
+// the chart sets through the engine's argument list becomes a list item.
+// model replaces MODEL in list selectors. Without a chart it is empty.
+func helmFragment(p Proposal, c HelmChart, model string) string {
 	k, ok := LookupKnob(p.Knob)
-	if !ok || k.HelmPath == "" {
+	if !ok {
 		return ""
 	}
-	keys := strings.Split(k.HelmPath, ".")
+	path, isArgs := helmPath(k, c)
+	if path == "" {
+		return ""
+	}
 	var b strings.Builder
+	depth := 0
+	keys := strings.Split(path, ".")
 	for i, key := range keys {
-		b.WriteString(strings.Repeat("  ", i) + key + ":")
+		ind := strings.Repeat("  ", depth)
+		name, sel, isList := strings.Cut(strings.TrimSuffix(key, "]"), "[")
+		b.WriteString(ind + name + ":")
+		if isList {
+			sk, sv, _ := strings.Cut(sel, "=")
+			sv = strings.ReplaceAll(sv, "MODEL", model)
+			b.WriteString("\n" + ind + "  - " + sk + ": " + sv)
+			depth += 2
+			if i < len(keys)-1 {
+				b.WriteString("\n")
+			}
+			continue
+		}
+		depth++
 		if i < len(keys)-1 {
 			b.WriteString("\n")
 		}
+	}
+	if isArgs {
+		b.WriteString("\n" + strings.Repeat("  ", depth) + "- " + strconv.Quote(argItem(k, p.Proposed)) + "  # merge into the list")
+		if p.Current != "" {
+			b.WriteString("; replaces " + argItem(k, p.Current))
+		}
+		b.WriteString("\n")
+		return b.String()
 	}
 	b.WriteString(" " + p.Proposed)
 	if p.Current != "" {

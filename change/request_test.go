@@ -34,15 +34,16 @@ func TestBuildRendersDiffHelmAndWindow(t *testing.T) {
 	if r.VLLMArgs != "- --gpu-memory-utilization 0.9\n+ --gpu-memory-utilization 0.95\n" {
 		t.Errorf("arg diff %q", r.VLLMArgs)
 	}
-	if r.HelmValues != "vllm:\n  engineArgs:\n    gpuMemoryUtilization: 0.95  # was 0.9\n" {
-		t.Errorf("helm %q", r.HelmValues)
+	// No chart preset: no Helm fragment, the vLLM arguments only.
+	if r.HelmValues != "" || r.Change.HelmPath != "" {
+		t.Errorf("helm without a chart %q %q", r.HelmValues, r.Change.HelmPath)
 	}
 	if r.Window == nil || !r.Window.Start.Equal(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)) {
 		t.Errorf("window %+v", r.Window)
 	}
 	md := r.Markdown()
 	for _, want := range []string{"# Change request " + r.ID, "[#7](https://cb.example/incidents/7)", "| gpu_memory_utilization | 0.9 | 0.95 |",
-		"```diff\n- --gpu-memory-utilization 0.9", "```yaml\nvllm:", "## Risk", "## Rollback", "Deployment window (next): Tue 2026-12-01 10:00 to 12:00 UTC",
+		"```diff\n- --gpu-memory-utilization 0.9", "## Risk", "## Rollback", "Deployment window (next): Tue 2026-12-01 10:00 to 12:00 UTC",
 		"| ttft_ms | latency | down |", "KV-cache usage is 100%."} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
@@ -65,8 +66,9 @@ func TestBuildRendersDiffHelmAndWindow(t *testing.T) {
 	}
 	rep := diagnose.Action{ID: "add_replicas", Knob: "replicas", Proposed: "+1"}
 	pr, _ := Propose(rep, map[string]string{"replicas": "2"}, nil, "")
-	r3, err := Build(BuildInput{IncidentID: 7, Action: rep, Proposal: &pr, Now: now})
-	if err != nil || r3.VLLMArgs != "" || r3.HelmValues != "replicaCount: 3  # was 2\n" {
+	llmd, _ := LookupHelmChart("llm-d")
+	r3, err := Build(BuildInput{IncidentID: 7, Action: rep, Proposal: &pr, Chart: llmd, Now: now})
+	if err != nil || r3.VLLMArgs != "" || r3.HelmValues != "decode:\n  replicas: 3  # was 2\n" {
 		t.Errorf("replicas: %v %q %q", err, r3.VLLMArgs, r3.HelmValues)
 	}
 	full := diagnose.Diagnosis{RootCause: metrics.CauseKVCacheEviction, Actions: diagnose.ActionsFor(metrics.CauseKVCacheEviction)}
@@ -158,5 +160,83 @@ func TestEvaluate(t *testing.T) {
 	o := Evaluate(effects[:1], pts(10, 500, 20), pts(10, 200, 20), at, time.Hour)
 	if o.Verdict != VerdictExpected {
 		t.Errorf("TTFT alone: %s", o.Verdict)
+	}
+}
+
+// Chart presets put a knob at the chart's own value, or in the chart's
+// engine argument list; vLLM's current flag for speculative tokens is
+// --speculative-config with a JSON object.
+func TestHelmChartsAndCurrentFlags(t *testing.T) {
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	seqs := Proposal{Knob: "max_num_seqs", Flag: "--max-num-seqs", Current: "128", Proposed: "256"}
+	spec := Proposal{Knob: "num_speculative_tokens", Flag: "--speculative-config", Current: "5", Proposed: "3"}
+	tests := []struct {
+		chart    string
+		p        Proposal
+		wantHelm string
+		wantPath string
+		wantArgs string
+	}{
+		{"production-stack", seqs,
+			"servingEngineSpec:\n  modelSpec:\n    - name: llama\n      vllmConfig:\n        maxNumSeqs: 256  # was 128\n",
+			"servingEngineSpec.modelSpec[name=MODEL].vllmConfig.maxNumSeqs", "- --max-num-seqs 128\n+ --max-num-seqs 256\n"},
+		{"production-stack", spec,
+			"servingEngineSpec:\n  modelSpec:\n    - name: llama\n      vllmConfig:\n        extraArgs:\n          - \"--speculative-config={\\\"num_speculative_tokens\\\": 3}\"  # merge into the list; replaces --speculative-config={\"num_speculative_tokens\": 5}\n",
+			"servingEngineSpec.modelSpec[name=MODEL].vllmConfig.extraArgs",
+			"- --speculative-config '{\"num_speculative_tokens\": 5}'\n+ --speculative-config '{\"num_speculative_tokens\": 3}'\n"},
+		{"llm-d", seqs,
+			"decode:\n  containers:\n    - name: vllm\n      args:\n        - \"--max-num-seqs=256\"  # merge into the list; replaces --max-num-seqs=128\n",
+			"decode.containers[name=vllm].args", "- --max-num-seqs 128\n+ --max-num-seqs 256\n"},
+		{"kserve", seqs,
+			"spec:\n  predictor:\n    model:\n      args:\n        - \"--max-num-seqs=256\"  # merge into the list; replaces --max-num-seqs=128\n",
+			"spec.predictor.model.args", "- --max-num-seqs 128\n+ --max-num-seqs 256\n"},
+		{"none", seqs, "", "", "- --max-num-seqs 128\n+ --max-num-seqs 256\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.chart+"/"+tc.p.Knob, func(t *testing.T) {
+			chart, ok := LookupHelmChart(tc.chart)
+			if !ok {
+				t.Fatalf("no chart %q", tc.chart)
+			}
+			a := diagnose.Action{ID: "x", Title: "x", Knob: tc.p.Knob}
+			p := tc.p
+			r, err := Build(BuildInput{IncidentID: 1, Scope: metrics.Scope{Model: "llama"}, Action: a, Proposal: &p, Chart: chart, Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.HelmValues != tc.wantHelm {
+				t.Errorf("helm\n%s\nwant\n%s", r.HelmValues, tc.wantHelm)
+			}
+			if r.Change.HelmPath != tc.wantPath {
+				t.Errorf("helm path %q, want %q", r.Change.HelmPath, tc.wantPath)
+			}
+			if r.VLLMArgs != tc.wantArgs {
+				t.Errorf("args %q, want %q", r.VLLMArgs, tc.wantArgs)
+			}
+		})
+	}
+	if _, ok := LookupHelmChart("vllm"); ok {
+		t.Error("an unknown chart preset was accepted")
+	}
+}
+
+func TestParseConfigReadsTheSpeculativeConfig(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{`--model m --speculative-config '{"method": "eagle", "num_speculative_tokens": 4}' --max-num-seqs 64`, "4"},
+		{`--speculative-config={"num_speculative_tokens":2}`, "2"},
+		{`{"speculative_config": {"model": "d", "num_speculative_tokens": 6}}`, "6"},
+		{`--num-speculative-tokens 5`, "5"}, // configurations written for vLLM before --speculative-config
+	}
+	for _, tc := range tests {
+		got, err := ParseConfig([]byte(tc.in))
+		if err != nil || got["num_speculative_tokens"] != tc.want {
+			t.Errorf("ParseConfig(%s) = %v, %v; want num_speculative_tokens %s", tc.in, got, err, tc.want)
+		}
+	}
+	if _, err := ParseConfig([]byte(`--speculative-config '{"num_speculative_tokens": 99}'`)); err == nil {
+		t.Error("99 speculative tokens accepted")
+	}
+	if _, err := ParseConfig([]byte(`--speculative-config {not json}`)); err == nil {
+		t.Error("a malformed speculative config accepted")
 	}
 }

@@ -68,6 +68,9 @@ type ChangeDeps struct {
 	GPUs         GPUInventory     // nil: no capacity check
 	Webhook      *change.Webhook  // nil: no outbound delivery
 	Schedule     *change.Schedule // nil: no deployment window
+	// HelmChart is the deployment chart preset whose values a change
+	// request also shows (serve --helm-chart); zero: vLLM arguments only.
+	HelmChart change.HelmChart
 	// BaseURL prefixes the incident link in a change request; empty
 	// means the request's scheme and host.
 	BaseURL string
@@ -228,7 +231,7 @@ func (h *Changes) Create(c echo.Context) error {
 	}
 	req, err := change.Build(change.BuildInput{
 		IncidentID: id, IncidentURL: h.baseURL(c) + views.IncidentPath(id), Title: p.Incident.Title, Scope: scope,
-		Diagnosis: d, Action: *act, Proposal: prop, Schedule: h.d.Schedule, Capacity: capacity,
+		Diagnosis: d, Action: *act, Proposal: prop, Schedule: h.d.Schedule, Capacity: capacity, Chart: h.d.HelmChart,
 		By: strings.TrimSpace(c.FormValue("by")), Now: h.d.Now(),
 	})
 	if err != nil {

@@ -75,11 +75,12 @@ func newChangeFixture(t *testing.T, hook string) (*archiveFixture, *store.Store,
 		if err != nil {
 			t.Fatal(err)
 		}
+		chart, _ := change.LookupHelmChart("production-stack")
 		ch = handlers.NewChanges(context.Background(), handlers.ChangeDeps{
 			Store: st, Capture: tel, Engine: engineInfo{"gpu_memory_utilization": "0.9", "block_size": "16"},
 			GPUs:    gpus{{Host: "node-7", GPU: "0", MaxUtil: 0, Samples: 30}, {Host: "node-7", GPU: "1", MaxUtil: 0.01, Samples: 30}},
 			Webhook: w, Schedule: &sched, BaseURL: "https://casebook.example", Layout: layout, Now: clk.now,
-			OutcomeWindow: 8 * time.Minute,
+			OutcomeWindow: 8 * time.Minute, HelmChart: chart,
 		})
 		inc, svc := archiveHandlers(handlers.IncidentDeps{Layout: layout, Now: o.Now, Changes: ch}, st, tel, o.Diagnoser)
 		o.Incidents, o.IncidentOpener = inc, svc

@@ -16,7 +16,7 @@ func (h *Health) Live(c echo.Context) error {
 }
 
 // Ready answers 200 when at least one metric source answers, and 503 with
-// the failing sources otherwise.
+// the failing sources otherwise; a 200 still lists the failing ones.
 func (h *Health) Ready(c echo.Context) error {
 	st := h.d.Telemetry.Status()
 	if len(st) == 0 {
@@ -34,5 +34,7 @@ func (h *Health) Ready(c echo.Context) error {
 	if !ok {
 		return c.String(http.StatusServiceUnavailable, "not ready: no metric source is reachable\n"+strings.Join(failing, "\n")+"\n")
 	}
-	return c.String(http.StatusOK, "ready\n")
+	// Ready with a degraded source (e.g. GPUs that do not join their
+	// engines): say which, for the operator reading the probe.
+	return c.String(http.StatusOK, "ready\n"+strings.Join(failing, "\n")+strings.Repeat("\n", min(len(failing), 1)))
 }

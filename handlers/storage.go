@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/telemetry"
 	"github.com/casebook/casebook/views"
 )
@@ -24,6 +25,7 @@ type Storage struct{ d *Deps }
 // Show renders the storage page.
 func (h *Storage) Show(c echo.Context) error {
 	vm := views.StorageView{Layout: h.d.layout("Storage", views.NavStorage), Now: h.d.Now()}
+	vm.Coverage = h.d.coverageView(c.Request().Context(), metrics.Scope{})
 	if h.d.Storage != nil {
 		st, err := h.d.Storage.Storage()
 		switch {

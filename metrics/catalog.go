@@ -71,8 +71,33 @@ type Metric struct {
 	// label matchers of the scope (without braces), $WINDOW to a range
 	// duration such as 1m, and $BY / $BYLE to the grouping clause of every
 	// aggregation ("" and "by (le)" for one scope; "by (model_name, pod)"
-	// when recording rules keep one series per scope).
+	// when recording rules keep one series per scope). $INST expands to
+	// the name of the engines' instance label. Catalog entries built
+	// from Alts have it filled in: their alternatives joined with "or".
 	PromQL string
+	// Alts are the ways to compute the metric, in the order PromQL tries
+	// them: the current series names first, then renamed or older ones
+	// (vLLM renamed several metrics between releases). Resolve reads
+	// them to say which one a source offers.
+	Alts []Alternative
+	// Absent says why the metric may be missing from a healthy source (a
+	// profiling field dcgm-exporter ships commented out, speculative
+	// decoding not configured); empty when its absence means the source
+	// lacks something it should have.
+	Absent string
+}
+
+// Alternative is one way to compute a metric from the series a source
+// exposes.
+type Alternative struct {
+	// Series are the exposed series names the expression reads; all must
+	// be present.
+	Series []string
+	// PromQL is the expression template (see Metric.PromQL).
+	PromQL string
+	// Note names the source generation that exposes these series, e.g.
+	// "vLLM 0.6-0.10 (deprecated in 0.10, removed in 0.12)".
+	Note string
 }
 
 // Selectors restrict catalog queries to one scope. Each is a comma-separated
@@ -80,6 +105,10 @@ type Metric struct {
 type Selectors struct {
 	Engine string // matchers on vLLM and gateway series
 	GPU    string // matchers on DCGM series
+	// InstanceLabel names the engines' instance label ($INST), e.g. the
+	// pod label that joins the API server's HTTP series, which carry no
+	// model_name, to their engine; empty means "pod".
+	InstanceLabel string
 }
 
 // Query expands the metric's PromQL template for a scope and rate window;
@@ -106,7 +135,12 @@ func (m Metric) QueryBy(sel Selectors, window time.Duration, by []string) string
 		grouping = "by (" + strings.Join(by, ", ") + ") "
 		groupingLE = "by (le, " + strings.Join(by, ", ") + ")"
 	}
+	inst := sel.InstanceLabel
+	if inst == "" {
+		inst = "pod"
+	}
 	q := strings.NewReplacer(
+		"$INST", inst,
 		"$ENGINE", sel.Engine,
 		"$GPU", sel.GPU,
 		"$WINDOW", FormatDuration(window),
@@ -182,12 +216,45 @@ const (
 	PreemptionRate   = "preemption_rate"
 )
 
+// Metric ids added after the contract's first version; snapshots carry
+// them when the source has them, and readers that do not know them ignore
+// them.
+const (
+	// AbortRate is the share of finished requests the client cancelled
+	// (finished_reason="abort"): not an engine fault, but the mark of
+	// clients giving up on a slow service.
+	AbortRate = "abort_rate"
+	// APIErrorRate is the share of the API server's HTTP answers that are
+	// 5xx: a crashed or wedged engine never reaches vLLM's finished-request
+	// counter, but its API server answers 500 or 503.
+	APIErrorRate = "api_5xx_rate"
+	// XIDErrors counts the scope's GPUs whose last XID error is non-zero.
+	XIDErrors = "gpu_xid_errors"
+	// QueueCapacity is the part of the queue waiting for scheduling
+	// capacity (vLLM's num_requests_waiting_by_reason{reason="capacity"}),
+	// as opposed to requests deferred by a transient constraint.
+	QueueCapacity = "queue_depth_capacity"
+	// CachedPromptTPS is prompt tokens per second served from a cache.
+	CachedPromptTPS = "cached_prompt_tps"
+	// SpecAcceptLength is the mean tokens emitted per speculative step,
+	// bonus token included; unlike the rejection rate it does not move
+	// when num_speculative_tokens changes.
+	SpecAcceptLength = "spec_accept_length"
+)
+
 // Gateway metric names. Gateways differ (Envoy, nginx, a custom router), so
 // Casebook reads one documented convention: a histogram of request duration
 // and a counter of arriving requests, labelled like the engine series.
 const (
 	GatewayDurationMetric = "gateway_request_duration_seconds"
 	GatewayRequestsMetric = "gateway_requests_total"
+)
+
+// Source generations named in alternatives' notes.
+const (
+	noteCurrent = "current"
+	noteV010    = "vLLM 0.8-0.11 (deprecated in 0.10, hidden from 0.12)"
+	noteV0      = "vLLM V0 engine (0.6 and earlier)"
 )
 
 func meanOf(hist string) string {
@@ -202,104 +269,221 @@ func rateOf(counter string) string {
 	return "sum $BY (rate(" + counter + "{$ENGINE}[$WINDOW]))"
 }
 
-// Catalog is the one definition of every metric, in the contract's order.
-var Catalog = []Metric{
-	{ID: GatewayE2E, Dimension: Latency, Unit: "ms", Bad: Up, Source: SourceGateway,
-		Help:   "Mean end-to-end latency seen at the gateway or load balancer.",
-		PromQL: meanOf(GatewayDurationMetric)},
+// one is the single alternative of a metric whose name never changed.
+func one(q string, series ...string) []Alternative {
+	return []Alternative{{Series: series, PromQL: q, Note: noteCurrent}}
+}
+
+func mean(note string, hist string) Alternative {
+	return Alternative{Series: []string{hist + "_sum", hist + "_count"}, PromQL: meanOf(hist), Note: note}
+}
+
+func p99(note string, hist string) Alternative {
+	return Alternative{Series: []string{hist + "_bucket"}, PromQL: p99Of(hist), Note: note}
+}
+
+// ratioOf is num/den of two counters' rates, each summed over the scope.
+func ratioOf(num, den string) string {
+	return "sum $BY (rate(" + num + "{$ENGINE}[$WINDOW])) / sum $BY (rate(" + den + "{$ENGINE}[$WINDOW]))"
+}
+
+// finishedShare is the share of finished requests with one finish reason.
+func finishedShare(reason string) string {
+	return "sum $BY (rate(vllm:request_success_total{$ENGINE,finished_reason=\"" + reason + "\"}[$WINDOW])) / sum $BY (rate(vllm:request_success_total{$ENGINE}[$WINDOW]))"
+}
+
+// apiRequests is the API server's HTTP request rate (status matchers
+// optional) with the engine's model_name attached through the instance
+// label: prometheus_fastapi_instrumentator's series carry no model_name.
+func apiRequests(status string) string {
+	sel := "{" + status + "}"
+	if status == "" {
+		sel = ""
+	}
+	return "sum $BY (rate(http_requests_total" + sel + "[$WINDOW]) * on ($INST) group_left (model_name) group by ($INST, model_name) (vllm:num_requests_running{$ENGINE}))"
+}
+
+const (
+	profilingAbsent = "a DCGM profiling field: dcgm-exporter's default-counters.csv ships it commented out; use the profiling counter file (dcp-metrics-included.csv) to export it"
+	specAbsent      = "vLLM registers the speculative-decoding counters only when a speculative config is set"
+	gatewayAbsent   = "the gateway source is optional: Casebook reads gateway_request_duration_seconds and gateway_requests_total when a load balancer exports them"
+)
+
+// Catalog is the one definition of every metric: the contract's metrics
+// in its order, then the later additions.
+var Catalog = withChains([]Metric{
+	{ID: GatewayE2E, Dimension: Latency, Unit: "ms", Bad: Up, Source: SourceGateway, Absent: gatewayAbsent,
+		Help: "Mean end-to-end latency seen at the gateway or load balancer.",
+		Alts: []Alternative{mean(noteCurrent, GatewayDurationMetric)}},
 	{ID: E2E, Dimension: Latency, Unit: "ms", Bad: Up, Source: SourceEngine,
-		Help:   "Mean engine end-to-end request latency.",
-		PromQL: meanOf("vllm:e2e_request_latency_seconds")},
+		Help: "Mean engine end-to-end request latency.",
+		Alts: []Alternative{mean(noteCurrent, "vllm:e2e_request_latency_seconds")}},
 	{ID: E2EP99, Dimension: Latency, Unit: "ms", Bad: Up, Source: SourceEngine,
-		Help:   "p99 engine end-to-end request latency.",
-		PromQL: p99Of("vllm:e2e_request_latency_seconds")},
+		Help: "p99 engine end-to-end request latency.",
+		Alts: []Alternative{p99(noteCurrent, "vllm:e2e_request_latency_seconds")}},
 	{ID: TTFT, Dimension: Latency, Unit: "ms", Bad: Up, Source: SourceEngine,
-		Help:   "Mean time to first token.",
-		PromQL: meanOf("vllm:time_to_first_token_seconds")},
+		Help: "Mean time to first token.",
+		Alts: []Alternative{mean(noteCurrent, "vllm:time_to_first_token_seconds")}},
 	{ID: TTFTP99, Dimension: Latency, Unit: "ms", Bad: Up, Source: SourceEngine,
-		Help:   "p99 time to first token.",
-		PromQL: p99Of("vllm:time_to_first_token_seconds")},
+		Help: "p99 time to first token.",
+		Alts: []Alternative{p99(noteCurrent, "vllm:time_to_first_token_seconds")}},
 	// TPOT is per output token: vLLM's per-request decode time / (tokens-1).
 	// The inter-token latency histogram observes one interval per engine
 	// step, and with speculative decoding a step emits several tokens, so it
-	// is only the fallback for engines without the per-request histogram.
+	// is only the fallback for engines without the per-request histogram;
+	// before 0.10.2 the same histogram was named time_per_output_token.
 	{ID: TPOT, Dimension: Latency, Unit: "ms", Bad: Up, Source: SourceEngine,
 		Help: "Mean time per output token (per-request decode time / output tokens).",
-		PromQL: "(" + meanOf("vllm:request_time_per_output_token_seconds") + ") or (" +
-			meanOf("vllm:inter_token_latency_seconds") + ")"},
+		Alts: []Alternative{
+			mean(noteCurrent, "vllm:request_time_per_output_token_seconds"),
+			mean("vLLM 0.10.2 and later (inter-token latency, per step)", "vllm:inter_token_latency_seconds"),
+			mean("vLLM before 0.13 (renamed inter_token_latency_seconds in 0.10.2)", "vllm:time_per_output_token_seconds"),
+		}},
 	{ID: TPOTP99, Dimension: Latency, Unit: "ms", Bad: Up, Source: SourceEngine,
 		Help: "p99 time per output token.",
-		PromQL: "(" + p99Of("vllm:request_time_per_output_token_seconds") + ") or (" +
-			p99Of("vllm:inter_token_latency_seconds") + ")"},
+		Alts: []Alternative{
+			p99(noteCurrent, "vllm:request_time_per_output_token_seconds"),
+			p99("vLLM 0.10.2 and later (inter-token latency, per step)", "vllm:inter_token_latency_seconds"),
+			p99("vLLM before 0.13 (renamed inter_token_latency_seconds in 0.10.2)", "vllm:time_per_output_token_seconds"),
+		}},
 	{ID: QueueTime, Dimension: Latency, Unit: "ms", Bad: Up, Source: SourceEngine,
-		Help:   "Mean time a request waits in the engine queue.",
-		PromQL: meanOf("vllm:request_queue_time_seconds")},
+		Help: "Mean time a request waits in the engine queue.",
+		Alts: []Alternative{mean(noteCurrent, "vllm:request_queue_time_seconds")}},
 	{ID: PrefillTime, Dimension: Latency, Unit: "ms", Bad: Up, Source: SourceEngine,
-		Help:   "Mean prefill phase time.",
-		PromQL: meanOf("vllm:request_prefill_time_seconds")},
+		Help: "Mean prefill phase time.",
+		Alts: []Alternative{mean(noteCurrent, "vllm:request_prefill_time_seconds")}},
 	{ID: DecodeTime, Dimension: Latency, Unit: "ms", Bad: Up, Source: SourceEngine,
-		Help:   "Mean decode phase time.",
-		PromQL: meanOf("vllm:request_decode_time_seconds")},
+		Help: "Mean decode phase time.",
+		Alts: []Alternative{mean(noteCurrent, "vllm:request_decode_time_seconds")}},
 	{ID: ThroughputRPS, Dimension: Throughput, Unit: "req/s", Bad: Down, Source: SourceEngine,
-		Help:   "Finished requests per second.",
-		PromQL: rateOf("vllm:request_success_total")},
-	{ID: ArrivalRPS, Dimension: Throughput, Unit: "req/s", Bad: Up, Source: SourceGateway,
-		Help:   "Arriving requests per second, counted at the gateway.",
-		PromQL: rateOf(GatewayRequestsMetric)},
+		Help: "Finished requests per second.",
+		Alts: one(rateOf("vllm:request_success_total"), "vllm:request_success_total")},
+	{ID: ArrivalRPS, Dimension: Throughput, Unit: "req/s", Bad: Up, Source: SourceGateway, Absent: gatewayAbsent,
+		Help: "Arriving requests per second, counted at the gateway.",
+		Alts: one(rateOf(GatewayRequestsMetric), GatewayRequestsMetric)},
 	{ID: PromptTPS, Dimension: Throughput, Unit: "tok/s", Bad: Up, Source: SourceEngine,
-		Help:   "Prompt (prefill) tokens processed per second.",
-		PromQL: rateOf("vllm:prompt_tokens_total")},
+		Help: "Prompt (prefill) tokens processed per second.",
+		Alts: one(rateOf("vllm:prompt_tokens_total"), "vllm:prompt_tokens_total")},
 	{ID: GenerationTPS, Dimension: Throughput, Unit: "tok/s", Bad: Down, Source: SourceEngine,
-		Help:   "Generated tokens per second.",
-		PromQL: rateOf("vllm:generation_tokens_total")},
+		Help: "Generated tokens per second.",
+		Alts: one(rateOf("vllm:generation_tokens_total"), "vllm:generation_tokens_total")},
 	{ID: RunningSeqs, Dimension: Throughput, Unit: "count", Bad: Both, Source: SourceEngine,
-		Help:   "Sequences in the running batch.",
-		PromQL: "sum $BY (vllm:num_requests_running{$ENGINE})"},
+		Help: "Sequences in the running batch.",
+		Alts: one("sum $BY (vllm:num_requests_running{$ENGINE})", "vllm:num_requests_running")},
 	{ID: QueueDepth, Dimension: Throughput, Unit: "count", Bad: Up, Source: SourceEngine,
-		Help:   "Requests waiting to be scheduled.",
-		PromQL: "sum $BY (vllm:num_requests_waiting{$ENGINE})"},
+		Help: "Requests waiting to be scheduled.",
+		Alts: one("sum $BY (vllm:num_requests_waiting{$ENGINE})", "vllm:num_requests_waiting")},
 	{ID: MeanPromptTokens, Dimension: Throughput, Unit: "tokens", Bad: Up, Source: SourceEngine,
-		Help:   "Mean prompt length of finished requests.",
-		PromQL: "sum $BY (rate(vllm:request_prompt_tokens_sum{$ENGINE}[$WINDOW])) / sum $BY (rate(vllm:request_prompt_tokens_count{$ENGINE}[$WINDOW]))"},
+		Help: "Mean prompt length of finished requests.",
+		Alts: one(ratioOf("vllm:request_prompt_tokens_sum", "vllm:request_prompt_tokens_count"),
+			"vllm:request_prompt_tokens_sum", "vllm:request_prompt_tokens_count")},
 	{ID: SMUtil, Dimension: Utilization, Unit: "ratio", Bad: Both, Source: SourceGPU, Max: 1,
-		Help:   "SM activity: DCGM profiling SM active, else GPU utilisation / 100.",
-		PromQL: "avg $BY (DCGM_FI_PROF_SM_ACTIVE{$GPU}) or (avg $BY (DCGM_FI_DEV_GPU_UTIL{$GPU}) / 100)"},
-	{ID: TensorActive, Dimension: Utilization, Unit: "ratio", Bad: Both, Source: SourceGPU, Max: 1,
-		Help:   "Tensor pipe activity.",
-		PromQL: "avg $BY (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{$GPU})"},
-	{ID: DRAMActive, Dimension: Utilization, Unit: "ratio", Bad: Up, Source: SourceGPU, Max: 1,
-		Help:   "Device memory bandwidth utilisation.",
-		PromQL: "avg $BY (DCGM_FI_PROF_DRAM_ACTIVE{$GPU})"},
+		Help: "SM activity: DCGM profiling SM active, else GPU utilisation / 100.",
+		Alts: []Alternative{
+			{Series: []string{"DCGM_FI_PROF_SM_ACTIVE"}, PromQL: "avg $BY (DCGM_FI_PROF_SM_ACTIVE{$GPU})", Note: "dcgm-exporter profiling counters"},
+			{Series: []string{"DCGM_FI_DEV_GPU_UTIL"}, PromQL: "avg $BY (DCGM_FI_DEV_GPU_UTIL{$GPU}) / 100",
+				Note: "dcgm-exporter default counters: the share of time any kernel ran, near 1 whenever the engine is busy, whatever the batch"},
+		}},
+	{ID: TensorActive, Dimension: Utilization, Unit: "ratio", Bad: Both, Source: SourceGPU, Max: 1, Absent: profilingAbsent,
+		Help: "Tensor pipe activity.",
+		Alts: one("avg $BY (DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{$GPU})", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")},
+	{ID: DRAMActive, Dimension: Utilization, Unit: "ratio", Bad: Up, Source: SourceGPU, Max: 1, Absent: profilingAbsent,
+		Help: "Device memory bandwidth utilisation.",
+		Alts: one("avg $BY (DCGM_FI_PROF_DRAM_ACTIVE{$GPU})", "DCGM_FI_PROF_DRAM_ACTIVE")},
 	{ID: GPUMemUsedFrac, Dimension: Utilization, Unit: "ratio", Bad: Up, Source: SourceGPU, Max: 1,
-		Help:   "Framebuffer used / total.",
-		PromQL: "sum $BY (DCGM_FI_DEV_FB_USED{$GPU}) / (sum $BY (DCGM_FI_DEV_FB_USED{$GPU}) + sum $BY (DCGM_FI_DEV_FB_FREE{$GPU}))"},
+		Help: "Framebuffer used / total.",
+		Alts: one("sum $BY (DCGM_FI_DEV_FB_USED{$GPU}) / (sum $BY (DCGM_FI_DEV_FB_USED{$GPU}) + sum $BY (DCGM_FI_DEV_FB_FREE{$GPU}))",
+			"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE")},
 	{ID: KVCacheUsage, Dimension: Utilization, Unit: "ratio", Bad: Up, Source: SourceEngine, Max: 1,
-		Help:   "Engine KV-cache blocks in use.",
-		PromQL: "avg $BY (vllm:kv_cache_usage_perc{$ENGINE}) or avg $BY (vllm:gpu_cache_usage_perc{$ENGINE})"},
+		Help: "Engine KV-cache blocks in use.",
+		Alts: []Alternative{
+			{Series: []string{"vllm:kv_cache_usage_perc"}, PromQL: "avg $BY (vllm:kv_cache_usage_perc{$ENGINE})", Note: noteCurrent},
+			{Series: []string{"vllm:gpu_cache_usage_perc"}, PromQL: "avg $BY (vllm:gpu_cache_usage_perc{$ENGINE})", Note: "vLLM before 0.12 (deprecated in 0.9.2)"},
+		}},
 	{ID: SMClock, Dimension: Utilization, Unit: "MHz", Bad: Down, Source: SourceGPU,
-		Help:   "SM clock (minimum over the scope's GPUs: one slow GPU stalls a TP group).",
-		PromQL: "min $BY (DCGM_FI_DEV_SM_CLOCK{$GPU})"},
+		Help: "SM clock (minimum over the scope's GPUs: one slow GPU stalls a TP group).",
+		Alts: one("min $BY (DCGM_FI_DEV_SM_CLOCK{$GPU})", "DCGM_FI_DEV_SM_CLOCK")},
 	{ID: MemClock, Dimension: Utilization, Unit: "MHz", Bad: Down, Source: SourceGPU,
-		Help:   "Memory clock (minimum over the scope's GPUs).",
-		PromQL: "min $BY (DCGM_FI_DEV_MEM_CLOCK{$GPU})"},
+		Help: "Memory clock (minimum over the scope's GPUs).",
+		Alts: one("min $BY (DCGM_FI_DEV_MEM_CLOCK{$GPU})", "DCGM_FI_DEV_MEM_CLOCK")},
 	{ID: Power, Dimension: Utilization, Unit: "W", Bad: Up, Source: SourceGPU,
-		Help:   "Board power (maximum over the scope's GPUs).",
-		PromQL: "max $BY (DCGM_FI_DEV_POWER_USAGE{$GPU})"},
+		Help: "Board power (maximum over the scope's GPUs).",
+		Alts: one("max $BY (DCGM_FI_DEV_POWER_USAGE{$GPU})", "DCGM_FI_DEV_POWER_USAGE")},
 	{ID: GPUTemp, Dimension: Utilization, Unit: "C", Bad: Up, Source: SourceGPU,
-		Help:   "GPU temperature (maximum over the scope's GPUs).",
-		PromQL: "max $BY (DCGM_FI_DEV_GPU_TEMP{$GPU})"},
+		Help: "GPU temperature (maximum over the scope's GPUs).",
+		Alts: one("max $BY (DCGM_FI_DEV_GPU_TEMP{$GPU})", "DCGM_FI_DEV_GPU_TEMP")},
 	{ID: KVCacheHitRate, Dimension: Quality, Unit: "ratio", Bad: Down, Source: SourceEngine, Max: 1,
-		Help:   "Prefix-cache hits / queries, in tokens.",
-		PromQL: "sum $BY (rate(vllm:prefix_cache_hits_total{$ENGINE}[$WINDOW])) / sum $BY (rate(vllm:prefix_cache_queries_total{$ENGINE}[$WINDOW]))"},
-	{ID: RejectionRate, Dimension: Quality, Unit: "ratio", Bad: Up, Source: SourceEngine, Max: 1,
-		Help:   "Speculative draft tokens rejected / proposed.",
-		PromQL: "1 - sum $BY (rate(vllm:spec_decode_num_accepted_tokens_total{$ENGINE}[$WINDOW])) / sum $BY (rate(vllm:spec_decode_num_draft_tokens_total{$ENGINE}[$WINDOW]))"},
+		Help: "Prefix-cache hits / queries, in tokens.",
+		Alts: []Alternative{
+			{Series: []string{"vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"},
+				PromQL: ratioOf("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"), Note: noteCurrent},
+			{Series: []string{"vllm:gpu_prefix_cache_hits_total", "vllm:gpu_prefix_cache_queries_total"},
+				PromQL: ratioOf("vllm:gpu_prefix_cache_hits_total", "vllm:gpu_prefix_cache_queries_total"), Note: noteV010 + "; counted in blocks before 0.9"},
+			{Series: []string{"vllm:gpu_prefix_cache_hit_rate"}, PromQL: "avg $BY (vllm:gpu_prefix_cache_hit_rate{$ENGINE})", Note: noteV0 + ": a block hit rate since start, not per minute"},
+		}},
+	{ID: RejectionRate, Dimension: Quality, Unit: "ratio", Bad: Up, Source: SourceEngine, Max: 1, Absent: specAbsent,
+		Help: "Speculative draft tokens rejected / proposed.",
+		Alts: []Alternative{
+			{Series: []string{"vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_draft_tokens_total"},
+				PromQL: "1 - " + ratioOf("vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_draft_tokens_total"), Note: noteCurrent},
+			{Series: []string{"vllm:spec_decode_draft_acceptance_rate"}, PromQL: "1 - avg $BY (vllm:spec_decode_draft_acceptance_rate{$ENGINE})", Note: noteV0},
+		}},
+	// Only "error" is the engine's failure; "abort" is a client that gave
+	// up (AbortRate). vLLM added the "error" reason in the V1 engine, so an
+	// older engine leaves the metric missing rather than reading 0.
 	{ID: ErrorRate, Dimension: Quality, Unit: "ratio", Bad: Up, Source: SourceEngine, Max: 1,
-		Help:   "Requests finished with error or abort / all finished.",
-		PromQL: "sum $BY (rate(vllm:request_success_total{$ENGINE,finished_reason=~\"error|abort\"}[$WINDOW])) / sum $BY (rate(vllm:request_success_total{$ENGINE}[$WINDOW]))"},
+		Help: "Requests the engine finished with an error / all finished (client aborts excluded).",
+		Alts: []Alternative{{Series: []string{`vllm:request_success_total{finished_reason="error"}`}, PromQL: finishedShare("error"), Note: noteCurrent}}},
 	{ID: PreemptionRate, Dimension: Quality, Unit: "1/s", Bad: Up, Source: SourceEngine,
-		Help:   "Sequences preempted per second.",
-		PromQL: rateOf("vllm:num_preemptions_total")},
+		Help: "Sequences preempted per second.",
+		Alts: one(rateOf("vllm:num_preemptions_total"), "vllm:num_preemptions_total")},
+
+	{ID: AbortRate, Dimension: Quality, Unit: "ratio", Bad: Up, Source: SourceEngine, Max: 1,
+		Help: "Requests the client cancelled / all finished.",
+		Alts: []Alternative{{Series: []string{`vllm:request_success_total{finished_reason="abort"}`}, PromQL: finishedShare("abort"), Note: noteCurrent}}},
+	{ID: APIErrorRate, Dimension: Quality, Unit: "ratio", Bad: Up, Source: SourceEngine, Max: 1,
+		Absent: "the API server's HTTP metrics (prometheus_fastapi_instrumentator) join their engine through the instance label; without it they cannot be told apart",
+		Help:   "Share of the engine API server's HTTP answers that are 5xx.",
+		Alts: []Alternative{{Series: []string{"http_requests_total"},
+			PromQL: apiRequests(`status=~"5.."`) + " / " + apiRequests(""), Note: noteCurrent}}},
+	{ID: XIDErrors, Dimension: Quality, Unit: "count", Bad: Up, Source: SourceGPU,
+		Help: "GPUs of the scope whose last XID error is non-zero (dcgm-exporter DCGM_FI_DEV_XID_ERRORS).",
+		Alts: one("sum $BY (DCGM_FI_DEV_XID_ERRORS{$GPU} > bool 0)", "DCGM_FI_DEV_XID_ERRORS")},
+	{ID: QueueCapacity, Dimension: Throughput, Unit: "count", Bad: Up, Source: SourceEngine,
+		Absent: "vLLM splits the queue by reason from late 2025 on; older engines report only num_requests_waiting",
+		Help:   "Requests waiting for scheduling capacity (not deferred by LoRA, KV transfer or a blocked status).",
+		Alts: []Alternative{{Series: []string{`vllm:num_requests_waiting_by_reason{reason="capacity"}`},
+			PromQL: "sum $BY (vllm:num_requests_waiting_by_reason{$ENGINE,reason=\"capacity\"})", Note: noteCurrent}}},
+	{ID: CachedPromptTPS, Dimension: Throughput, Unit: "tok/s", Bad: Down, Source: SourceEngine,
+		Help: "Prompt tokens per second served from a cache (local prefix cache or KV transfer).",
+		Alts: []Alternative{
+			{Series: []string{"vllm:prompt_tokens_cached_total"}, PromQL: rateOf("vllm:prompt_tokens_cached_total"), Note: noteCurrent},
+			{Series: []string{"vllm:prefix_cache_hits_total"}, PromQL: rateOf("vllm:prefix_cache_hits_total"), Note: "vLLM before prompt_tokens_cached: local prefix-cache hits only"},
+		}},
+	{ID: SpecAcceptLength, Dimension: Quality, Unit: "tokens", Bad: Down, Source: SourceEngine, Absent: specAbsent,
+		Help: "Mean tokens emitted per speculative step, the bonus token included.",
+		Alts: one("1 + "+ratioOf("vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_drafts_total"),
+			"vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_drafts_total")},
+})
+
+// withChains fills every metric's PromQL from its alternatives: each
+// alternative in parentheses, joined with "or", so that a source answers
+// with the first one it has.
+func withChains(ms []Metric) []Metric {
+	for i := range ms {
+		if ms[i].PromQL != "" {
+			continue
+		}
+		parts := make([]string, len(ms[i].Alts))
+		for j, a := range ms[i].Alts {
+			parts[j] = a.PromQL
+			if len(ms[i].Alts) > 1 {
+				parts[j] = "(" + a.PromQL + ")"
+			}
+		}
+		ms[i].PromQL = strings.Join(parts, " or ")
+	}
+	return ms
 }
 
 var catalogIndex = func() map[string]int {

@@ -20,9 +20,10 @@ var contractIDs = []string{
 	"error_rate", "preemption_rate",
 }
 
+// The contract's ids come first and in order; later ids may follow.
 func TestCatalogMatchesContract(t *testing.T) {
 	got := metrics.IDs()
-	if len(got) != len(contractIDs) {
+	if len(got) < len(contractIDs) {
 		t.Fatalf("catalog has %d metrics, contract has %d", len(got), len(contractIDs))
 	}
 	for i, id := range contractIDs {
@@ -76,7 +77,10 @@ func TestQueryUsesRealMetricNames(t *testing.T) {
 		{metrics.SMUtil, "DCGM_FI_PROF_SM_ACTIVE"},
 		{metrics.DRAMActive, "DCGM_FI_PROF_DRAM_ACTIVE"},
 		{metrics.SMClock, "DCGM_FI_DEV_SM_CLOCK"},
-		{metrics.ErrorRate, `finished_reason=~"error|abort"`},
+		{metrics.ErrorRate, `finished_reason="error"`},
+		{metrics.AbortRate, `finished_reason="abort"`},
+		{metrics.APIErrorRate, `http_requests_total{status=~"5.."}`},
+		{metrics.XIDErrors, "DCGM_FI_DEV_XID_ERRORS"},
 		{metrics.PreemptionRate, "vllm:num_preemptions_total"},
 	}
 	for _, tc := range tests {
@@ -124,6 +128,99 @@ func TestFormatDuration(t *testing.T) {
 	for _, tc := range tests {
 		if got := metrics.FormatDuration(tc.d); got != tc.want {
 			t.Errorf("FormatDuration(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
+
+// Every alternative reads the series it declares, so that Resolve and the
+// PromQL agree on what a metric needs.
+func TestAlternativesDeclareTheirSeries(t *testing.T) {
+	for _, m := range metrics.Catalog {
+		if len(m.Alts) == 0 {
+			t.Errorf("%s has no alternatives", m.ID)
+		}
+		for i, a := range m.Alts {
+			if len(a.Series) == 0 || a.Note == "" {
+				t.Errorf("%s alternative %d: series and note are required", m.ID, i)
+			}
+			for _, s := range a.Series {
+				name, label, value := metrics.SplitSeries(s)
+				if !strings.Contains(a.PromQL, name) {
+					t.Errorf("%s alternative %d: PromQL %q does not read %s", m.ID, i, a.PromQL, name)
+				}
+				if label != "" && !strings.Contains(a.PromQL, label+`="`+value+`"`) {
+					t.Errorf("%s alternative %d: PromQL %q does not select %s", m.ID, i, a.PromQL, s)
+				}
+			}
+			if !strings.Contains(m.PromQL, a.PromQL) {
+				t.Errorf("%s: alternative %d is not part of the metric's PromQL", m.ID, i)
+			}
+		}
+	}
+}
+
+func TestResolvePicksTheFirstAlternativePresent(t *testing.T) {
+	tests := []struct {
+		name    string
+		present []string
+		id      string
+		ok      bool
+		using   string
+		missing string
+		why     string
+	}{
+		{"current name", []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"}, metrics.KVCacheUsage, true, "vllm:kv_cache_usage_perc", "", ""},
+		{"deprecated name", []string{"vllm:gpu_cache_usage_perc"}, metrics.KVCacheUsage, true, "vllm:gpu_cache_usage_perc", "", ""},
+		{"V0 hit rate gauge", []string{"vllm:gpu_prefix_cache_hit_rate"}, metrics.KVCacheHitRate, true, "vllm:gpu_prefix_cache_hit_rate", "", ""},
+		{"half a pair does not resolve", []string{"vllm:prefix_cache_hits_total"}, metrics.KVCacheHitRate, false, "", "vllm:prefix_cache_queries_total", "none of"},
+		{"profiling field off", []string{"DCGM_FI_DEV_GPU_UTIL"}, metrics.TensorActive, false, "", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "default-counters.csv"},
+		{"GPU util stands in for SM activity", []string{"DCGM_FI_DEV_GPU_UTIL"}, metrics.SMUtil, true, "DCGM_FI_DEV_GPU_UTIL", "", ""},
+		{"error reason needs its label", []string{"vllm:request_success_total"}, metrics.ErrorRate, false, "", `vllm:request_success_total{finished_reason="error"}`, "is not exported"},
+		{"error reason present", []string{`vllm:request_success_total{finished_reason="error"}`}, metrics.ErrorRate, true, `vllm:request_success_total{finished_reason="error"}`, "", ""},
+		{"ITL stands in for per-request TPOT", []string{"vllm:inter_token_latency_seconds_sum", "vllm:inter_token_latency_seconds_count"}, metrics.TPOT, true, "vllm:inter_token_latency_seconds_sum", "", ""},
+		{"oldest TPOT name", []string{"vllm:time_per_output_token_seconds_bucket"}, metrics.TPOTP99, true, "vllm:time_per_output_token_seconds_bucket", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			has := func(s string) bool {
+				for _, p := range tc.present {
+					if p == s {
+						return true
+					}
+				}
+				return false
+			}
+			m, _ := metrics.Lookup(tc.id)
+			r := m.Resolve(has)
+			if r.OK != tc.ok {
+				t.Fatalf("OK = %v, want %v (%+v)", r.OK, tc.ok, r)
+			}
+			if tc.ok && (len(r.Using) == 0 || r.Using[0] != tc.using) {
+				t.Errorf("Using = %v, want %s first", r.Using, tc.using)
+			}
+			if !tc.ok {
+				if !strings.Contains(strings.Join(r.Missing, " "), tc.missing) {
+					t.Errorf("Missing = %v, want %s", r.Missing, tc.missing)
+				}
+				if !strings.Contains(r.Why, tc.why) {
+					t.Errorf("Why = %q, want it to mention %q", r.Why, tc.why)
+				}
+			}
+		})
+	}
+}
+
+func TestSplitSeries(t *testing.T) {
+	tests := []struct{ in, name, label, value string }{
+		{"vllm:x", "vllm:x", "", ""},
+		{`vllm:x{reason="capacity"}`, "vllm:x", "reason", "capacity"},
+		{`vllm:x{reason=capacity}`, `vllm:x{reason=capacity}`, "", ""},
+		{`vllm:x{`, `vllm:x{`, "", ""},
+	}
+	for _, tc := range tests {
+		n, l, v := metrics.SplitSeries(tc.in)
+		if n != tc.name || l != tc.label || v != tc.value {
+			t.Errorf("SplitSeries(%q) = %q %q %q", tc.in, n, l, v)
 		}
 	}
 }

@@ -133,7 +133,7 @@ func Recording(opts Options) File {
 	minute := Group{Name: "casebook-1m", Interval: "1m"}
 	hour := Group{Name: "casebook-1h", Interval: "1h"}
 	for _, m := range metrics.Catalog {
-		expr := m.QueryBy(metrics.Selectors{}, o.Window, labels)
+		expr := m.QueryBy(metrics.Selectors{InstanceLabel: o.InstanceLabel}, o.Window, labels)
 		minute.Rules = append(minute.Rules, Rule{Record: RecordName(m.ID, "avg", "1m"), Expr: expr})
 		if isGauge(m) {
 			// Extremes inside the minute, from a 15 s subquery of the expression.
@@ -157,7 +157,7 @@ func Recording(opts Options) File {
 			// Whole-model series: a model's mean latency is its total
 			// time over its total requests, not a mean of instance means.
 			mavg := ModelRecordName(m.ID, "avg", "1m")
-			minute.Rules = append(minute.Rules, Rule{Record: mavg, Expr: m.QueryBy(metrics.Selectors{}, o.Window, []string{"model_name"})})
+			minute.Rules = append(minute.Rules, Rule{Record: mavg, Expr: m.QueryBy(metrics.Selectors{InstanceLabel: o.InstanceLabel}, o.Window, []string{"model_name"})})
 			hour.Rules = append(hour.Rules, Rule{Record: ModelRecordName(m.ID, "avg", "1h"), Expr: "avg_over_time(" + mavg + "[1h])"})
 		}
 	}
@@ -246,7 +246,7 @@ func Alerts(opts Options) (File, error) {
 	}
 	g := Group{Name: "casebook-fixed-thresholds", Interval: metrics.FormatDuration(o.EvalInterval)}
 	for _, m := range metrics.Catalog {
-		expr := m.QueryBy(metrics.Selectors{}, o.Window, labels)
+		expr := m.QueryBy(metrics.Selectors{InstanceLabel: o.InstanceLabel}, o.Window, labels)
 		var cond, summary string
 		sev := "warning"
 		if th, ok := fixed[m.ID]; ok {

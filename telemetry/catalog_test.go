@@ -105,7 +105,10 @@ func fixtureTelemetry(t testing.TB) (*Telemetry, time.Time) {
 }
 
 // The expected values follow from testdata/*.prom: per 5 s interval the
-// engine finishes 50 requests (1 aborted), the histogram sums are per
+// engine finishes 50 requests (half a request aborted by its client and
+// half failed by the engine, which answered 5xx; 2 of the 3 waiting wait
+// for capacity; each speculative step emits 3 tokens), one GPU's last XID
+// is 43, the histogram sums are per
 // interval, and the two GPUs report the gauges in dcgm.prom.
 var fixtureWant = map[string]float64{
 	metrics.GatewayE2E:       1000 * 115.0 / 50,
@@ -133,7 +136,13 @@ var fixtureWant = map[string]float64{
 	metrics.GPUTemp:          62,
 	metrics.KVCacheHitRate:   0.75,
 	metrics.RejectionRate:    0.3,
-	metrics.ErrorRate:        1.0 / 50,
+	metrics.ErrorRate:        0.5 / 50,
+	metrics.AbortRate:        0.5 / 50,
+	metrics.APIErrorRate:     0.5 / 50,
+	metrics.XIDErrors:        1,
+	metrics.QueueCapacity:    2,
+	metrics.CachedPromptTPS:  30000.0 / 5,
+	metrics.SpecAcceptLength: 1 + 3500.0/1750,
 	metrics.PreemptionRate:   0.5 / 5,
 }
 

@@ -85,6 +85,9 @@ func (t *Telemetry) startDemo(ctx, bg context.Context, src DemoSource, backfill 
 			return err
 		}
 		loops = append(loops, newScrapeLoop(st, client, t.app, t.status))
+		if tg.Labels["job"] == JobEngine {
+			t.engines.set(tg.Labels[GPUInstanceLabel], tg.URL, client)
+		}
 	}
 	fams, err := readFamilies(ctx, client, loops)
 	if err != nil {

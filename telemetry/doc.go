@@ -50,17 +50,34 @@
 // honor_labels): a dcgm-exporter series keeps the pod it reports. vLLM
 // series are identified by model_name and the instance label (Options
 // InstanceLabel, default "pod", set as a target label). GPU series are
-// joined to instances through their own pod label, as dcgm-exporter in
-// Kubernetes mode writes it. Demo targets use the jobs vllm, dcgm-exporter
+// joined to instances through the label that names the engine's pod, found
+// in the data (DetectGPUJoin) unless Options name it: exported_pod behind a
+// ServiceMonitor that does not honour the exporter's labels (pod is then
+// the exporter's own pod), pod with honor_labels, pod_name with
+// dcgm-exporter's --use-old-namespace; the paired namespace label joins too
+// when the engines' series carry a namespace, so that equal pod names in
+// two namespaces stay apart. The join is recomputed every minute and shown
+// as the "gpu join" source, failing while engines lack GPUs. Demo targets use the jobs vllm, dcgm-exporter
 // and gateway and the instance casebook-sim:80; back-filled series carry
 // exactly the labels the live scrape gives them, so a chart runs through the
 // seam without a break.
 //
 // A scope's selectors: an instance selects engine series with
-// model_name="M",pod="P" and GPU series with pod="P"; a model selects engine
-// series with model_name="M" and GPU series with pod=~"P1|P2" over the
-// model's instances (GPU metrics are left out when the model has none, since
-// an empty matcher would select every GPU). Values are quoted as PromQL
+// model_name="M",pod="P" and GPU series with <join label>="P"; a model
+// selects engine series with model_name="M" and GPU series with
+// <join label>=~"P1|P2" over the model's instances (GPU metrics are left out
+// when the model has none or nothing joins, since an empty matcher would
+// select every GPU).
+//
+// # Coverage
+//
+// Catalog metrics name their alternatives (vLLM renamed several between
+// releases; dcgm-exporter's default counters lack the profiling fields).
+// Coverage lists, per scope or for the whole source, the metrics the source
+// computes and through which series, and the ones it cannot with the reason;
+// the storage and scope pages show it. EngineInfo reads vLLM's
+// cache_config_info (CacheConfig fields, matched by instance: the metric has
+// no model_name) and max_model_len from the engine's /v1/models. Values are quoted as PromQL
 // strings and regex-escaped where they go into a regex.
 //
 // # Rate windows

@@ -57,10 +57,10 @@ func (t *Telemetry) Snapshot(ctx context.Context, scope metrics.Scope, at time.T
 	sem := make(chan struct{}, queryParallelism)
 	var wg sync.WaitGroup
 	for i, m := range metrics.Catalog {
-		answers[i].id = m.ID
 		if m.Source == metrics.SourceGPU && !gpuOK {
-			continue
+			continue // no id: not queried, and not counted as answered
 		}
+		answers[i].id = m.ID
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

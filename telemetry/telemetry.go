@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,8 +27,14 @@ type Options struct {
 	Demo           DemoSource    // embedded mode scraping this in-process cluster, history back-filled; nil: none
 	ScrapeInterval time.Duration // default 5s; in remote mode, the remote's scrape interval (default 15s)
 	InstanceLabel  string        // default "pod"
-	DCGM           string        // "", "embedded" or a host:port of nv-hostengine
-	Logger         *slog.Logger
+	// GPUInstanceLabel and GPUNamespaceLabel are the labels on GPU
+	// series that name the engine's pod and namespace; "" or "auto"
+	// detects them from the data (exported_pod, pod or pod_name), and a
+	// namespace label "none" keeps namespaces out of the join.
+	GPUInstanceLabel  string
+	GPUNamespaceLabel string
+	DCGM              string // "", "embedded" or a host:port of nv-hostengine
+	Logger            *slog.Logger
 
 	// Retentions of the embedded tiers (DataDir/tsdb raw, tsdb-1m and
 	// tsdb-1h aggregates); zero means 24 h, 30 days and 365 days.
@@ -57,6 +64,9 @@ type Telemetry struct {
 	ranges  *rangeCache // settled points of long chart ranges
 	// noRecords notes the recorded tiers a remote Prometheus lacks.
 	noRecords recordAbsence
+
+	join    joinCache       // the latest GPU join (GPUJoin)
+	engines engineEndpoints // engines scraped here, for /v1/models
 
 	db *tsdb.DB // the raw tier; nil in remote mode
 	// app is what scrapers and the DCGM collector write the raw tier
@@ -94,6 +104,11 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 	if opts.ScrapeInterval < 0 {
 		return nil, fmt.Errorf("telemetry: scrape interval %s is negative", opts.ScrapeInterval)
 	}
+	for _, l := range []struct{ flag, v string }{{"GPU instance label", opts.GPUInstanceLabel}, {"GPU namespace label", opts.GPUNamespaceLabel}} {
+		if l.v != "" && l.v != LabelAuto && !(l.v == "none" && l.flag == "GPU namespace label") && !validLabelName(l.v) {
+			return nil, fmt.Errorf("telemetry: %s %q is not a label name", l.flag, l.v)
+		}
+	}
 	t := &Telemetry{opts: opts, log: opts.Logger, status: newStatusBoard(opts.Logger), ranges: newRangeCache()}
 	bg, cancel := context.WithCancel(context.Background())
 	t.cancel = cancel
@@ -116,6 +131,7 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 		t.querier = rq
 		t.res = resolutions{live: opts.ScrapeInterval}
 		t.probeRemote(ctx, rq)
+		t.startJoinWatch(bg)
 		return t, nil
 	}
 
@@ -180,14 +196,53 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 		}
 	}
 	client := &http.Client{}
-	for _, st := range targets {
+	for i, st := range targets {
+		if in := opts.Targets[i].Labels[opts.InstanceLabel]; in != "" {
+			t.engines.set(in, st.url, client)
+		}
 		t.startLoop(bg, newScrapeLoop(st, client, t.app, t.status))
 	}
 	t.startDownsampler(bg)
 	if opts.DCGM != "" {
 		t.startDCGM(bg, newDCGMAPI())
 	}
+	t.startJoinWatch(bg)
 	return t, nil
+}
+
+// startJoinWatch recomputes the GPU join every minute, so that the status
+// board (and /readyz) says when GPUs stop joining their engines even while
+// no page asks.
+func (t *Telemetry) startJoinWatch(ctx context.Context) {
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		tick := time.NewTicker(joinCacheFor)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				if _, _, err := t.gpuJoin(qctx); err != nil && ctx.Err() == nil {
+					t.log.Debug("gpu join not computed", "err", err)
+				}
+				cancel()
+			}
+		}
+	}()
+}
+
+// validLabelName reports whether s is a Prometheus label name that may
+// appear bare in PromQL.
+func validLabelName(s string) bool {
+	for i, c := range s {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return s != "" && !strings.HasPrefix(s, "__")
 }
 
 func (t *Telemetry) startLoop(ctx context.Context, l *scrapeLoop) {
@@ -266,7 +321,9 @@ func (t *Telemetry) Scopes(ctx context.Context) ([]metrics.Scope, error) {
 }
 
 // scopeSelectors resolves a scope's matchers, listing the model's instances
-// when the scope is a whole model.
+// when the scope is a whole model and joining GPUs through the detected or
+// configured labels. A source whose GPU join cannot be computed is read
+// without GPU metrics rather than failing the scope.
 func (t *Telemetry) scopeSelectors(ctx context.Context, scope metrics.Scope) (metrics.Selectors, bool, error) {
 	if scope.Model == "" {
 		return metrics.Selectors{}, false, errors.New("telemetry: scope has no model")
@@ -283,6 +340,26 @@ func (t *Telemetry) scopeSelectors(ctx context.Context, scope metrics.Scope) (me
 			}
 		}
 	}
-	sel, gpuOK := selectors(scope, t.opts.InstanceLabel, instances)
+	join, engines, err := t.gpuJoin(ctx)
+	if err != nil {
+		t.log.Warn("gpu join unavailable; GPU metrics left out", "scope", scope.String(), "err", err)
+	}
+	sel, gpuOK := selectors(scope, t.opts.InstanceLabel, instances, join, scopeNamespaces(scope, engines))
 	return sel, gpuOK, nil
+}
+
+// scopeNamespaces returns the namespaces the scope's engines run in,
+// sorted; none when their series carry no namespace.
+func scopeNamespaces(scope metrics.Scope, engines []EngineRef) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range engines {
+		if e.Model != scope.Model || (scope.Instance != "" && e.Instance != scope.Instance) || e.Namespace == "" || seen[e.Namespace] {
+			continue
+		}
+		seen[e.Namespace] = true
+		out = append(out, e.Namespace)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -9,9 +9,10 @@ import (
 	"github.com/casebook/casebook/metrics"
 )
 
-// GPUInstanceLabel is the label that joins dcgm-exporter series to an engine
-// instance: dcgm-exporter in Kubernetes mode labels every GPU with the pod
-// that holds it.
+// GPUInstanceLabel is the default instance label of engines, and the label
+// that joins the demo cluster's dcgm-exporter series to its engines:
+// dcgm-exporter in Kubernetes mode labels every GPU with the pod that holds
+// it. Other sources' GPU join label is detected (see DetectGPUJoin).
 const GPUInstanceLabel = "pod"
 
 // resolutions describes how dense the stored data is, so that every rate
@@ -85,26 +86,41 @@ func roundUp(d, unit time.Duration) time.Duration {
 }
 
 // selectors returns the catalog matchers of a scope. instances are the
-// model's instances, used to join GPU series to a model scope; gpuOK is
-// false when no GPU series can belong to the scope (a model without known
-// instances), in which case GPU metrics must not be queried at all, since
-// an empty matcher would select every GPU.
-func selectors(scope metrics.Scope, instanceLabel string, instances []string) (sel metrics.Selectors, gpuOK bool) {
+// model's instances, used to join GPU series to a model scope; join names
+// the GPU labels that hold an engine's pod and namespace, and namespaces
+// are the namespaces the scope's engines run in (empty when their series
+// carry none). gpuOK is false when no GPU series can belong to the scope
+// (no join label, or a model without known instances), in which case GPU
+// metrics must not be queried at all, since an empty matcher would select
+// every GPU.
+func selectors(scope metrics.Scope, instanceLabel string, instances []string, join GPUJoin, namespaces []string) (sel metrics.Selectors, gpuOK bool) {
 	eng := []string{"model_name=" + quote(scope.Model)}
+	sel.InstanceLabel = instanceLabel
+	gl := join.InstanceLabel
 	if scope.Instance != "" {
 		eng = append(eng, instanceLabel+"="+quote(scope.Instance))
-		sel.GPU = GPUInstanceLabel + "=" + quote(scope.Instance)
-		gpuOK = true
-	} else if len(instances) > 0 {
-		parts := make([]string, len(instances))
-		for i, in := range instances {
-			parts[i] = regexp.QuoteMeta(in)
+		if gl != "" {
+			sel.GPU = gl + "=" + quote(scope.Instance)
+			gpuOK = true
 		}
-		sel.GPU = GPUInstanceLabel + "=~" + quote(strings.Join(parts, "|"))
+	} else if len(instances) > 0 && gl != "" {
+		sel.GPU = gl + "=~" + quote(alternation(instances))
 		gpuOK = true
+	}
+	if gpuOK && join.NamespaceLabel != "" && len(namespaces) > 0 {
+		sel.GPU += "," + join.NamespaceLabel + "=~" + quote(alternation(namespaces))
 	}
 	sel.Engine = strings.Join(eng, ",")
 	return sel, gpuOK
+}
+
+// alternation is a regular expression matching exactly the given values.
+func alternation(vals []string) string {
+	parts := make([]string, len(vals))
+	for i, v := range vals {
+		parts[i] = regexp.QuoteMeta(v)
+	}
+	return strings.Join(parts, "|")
 }
 
 // quote renders s as a PromQL string literal. PromQL strings follow Go's

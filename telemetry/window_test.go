@@ -42,6 +42,32 @@ func TestWindows(t *testing.T) {
 	}
 }
 
+// The GPU join label and the engines' namespaces narrow the GPU matchers;
+// without a join label no GPU metric is queried.
+func TestSelectorsFollowTheGPUJoin(t *testing.T) {
+	scope := metrics.Scope{Model: "m", Instance: "p-0"}
+	tests := []struct {
+		name    string
+		join    GPUJoin
+		ns      []string
+		wantGPU string
+		ok      bool
+	}{
+		{"exported_pod", GPUJoin{InstanceLabel: "exported_pod", NamespaceLabel: "exported_namespace"}, []string{"team-a"},
+			`exported_pod="p-0",exported_namespace=~"team-a"`, true},
+		{"namespace label but engines without namespaces", GPUJoin{InstanceLabel: "pod", NamespaceLabel: "namespace"}, nil, `pod="p-0"`, true},
+		{"no join", GPUJoin{}, nil, "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sel, ok := selectors(scope, "pod", nil, tc.join, tc.ns)
+			if sel.GPU != tc.wantGPU || ok != tc.ok {
+				t.Fatalf("GPU selector %q %v, want %q %v", sel.GPU, ok, tc.wantGPU, tc.ok)
+			}
+		})
+	}
+}
+
 func TestSelectors(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -62,7 +88,7 @@ func TestSelectors(t *testing.T) {
 	p := parser.NewParser(parser.Options{})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			sel, ok := selectors(tc.scope, "pod", tc.instances)
+			sel, ok := selectors(tc.scope, "pod", tc.instances, GPUJoin{InstanceLabel: "pod"}, nil)
 			if sel.Engine != tc.wantEng || sel.GPU != tc.wantGPU || ok != tc.wantGPUOK {
 				t.Fatalf("selectors = %+v %v, want engine %s gpu %s %v", sel, ok, tc.wantEng, tc.wantGPU, tc.wantGPUOK)
 			}

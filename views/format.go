@@ -41,6 +41,12 @@ var labels = map[string]string{
 	metrics.RejectionRate:    "Draft rejection",
 	metrics.ErrorRate:        "Error rate",
 	metrics.PreemptionRate:   "Preemptions",
+	metrics.AbortRate:        "Client aborts",
+	metrics.APIErrorRate:     "API 5xx",
+	metrics.XIDErrors:        "GPUs with XID errors",
+	metrics.QueueCapacity:    "Waiting for capacity",
+	metrics.CachedPromptTPS:  "Cached prompt tokens",
+	metrics.SpecAcceptLength: "Acceptance length",
 }
 
 // MetricLabel returns the short display name of a catalog id, or the id

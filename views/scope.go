@@ -56,6 +56,8 @@ type ScopeView struct {
 	Waterfall WaterfallView
 	// DiagnoseAction is the URL the "Diagnose now" form posts to.
 	DiagnoseAction string
+	// Coverage says what the scope's telemetry lacks; nil when unknown.
+	Coverage *CoverageView
 }
 
 // AnomalyRow is one metric off its baseline.

@@ -16,6 +16,9 @@ type StorageView struct {
 	LastError        string
 	Tiers            []StorageTierRow
 	Now              time.Time
+	// Coverage is the source's metric coverage and GPU join; nil when
+	// the telemetry cannot report it.
+	Coverage *CoverageView
 }
 
 // StorageTierRow is one tier of the embedded store.

@@ -42,6 +42,10 @@ type serveConfig struct {
 	WebhookToken   string
 	ScrapeInterval time.Duration
 	InstanceLabel  string
+
+	GPUInstanceLabel, GPUNamespaceLabel string // --gpu-instance-label, --gpu-namespace-label
+	HelmChart                           string // --helm-chart
+
 	BaseURL        string
 	InsecureNoAuth bool
 	Auth           string
@@ -78,6 +82,8 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	fs.StringVar(&c.WebhookToken, "webhook-token", "", "bearer token Alertmanager must send to /api/v1/alerts/alertmanager")
 	fs.DurationVar(&c.ScrapeInterval, "scrape-interval", 5*time.Second, "scrape interval of the embedded scraper")
 	fs.StringVar(&c.InstanceLabel, "instance-label", "pod", "label that names an engine instance")
+	fs.StringVar(&c.GPUInstanceLabel, "gpu-instance-label", "auto", `label on GPU series that names the engine's pod: "auto" detects exported_pod, pod or pod_name`)
+	fs.StringVar(&c.GPUNamespaceLabel, "gpu-namespace-label", "auto", `label on GPU series that names the pod's namespace: "auto" pairs it with the pod label, "none" leaves namespaces out of the join`)
 	fs.StringVar(&c.BaseURL, "base-url", "", "external URL of the console, used in share and postmortem links (default http://LISTEN)")
 	fs.BoolVar(&c.InsecureNoAuth, "insecure-no-auth", false, "allow listening on a non-loopback address without authentication (every page then shows a red banner)")
 	fs.StringVar(&c.Auth, "auth", "none", `authentication: "none" (loopback only), "proxy" (trust X-Forwarded-User from --trusted-proxies) or "accounts" (built-in accounts, see casebook user)`)
@@ -97,6 +103,7 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	fs.StringVar(&c.ChangeWebhookURL, "change-webhook-url", "", "post change requests (signed JSON) to this URL, e.g. a CMDB or ticketing system")
 	fs.StringVar(&c.ChangeWebhookSecret, "change-webhook-secret", "", "shared secret of the X-Casebook-Signature HMAC (required with --change-webhook-url)")
 	fs.StringVar(&c.DeployWindows, "deploy-windows", "", `weekly deployment windows, e.g. "Tue 10:00-12:00, Thu 14:00-16:00 Europe/Berlin"`)
+	fs.StringVar(&c.HelmChart, "helm-chart", "none", "chart preset whose values change requests also show: "+strings.Join(change.HelmChartNames(), ", "))
 	fs.StringVar(&c.EngineConfig, "engine-config", "", "file with the engines' current settings: a vLLM argument list or JSON; it wins over the engines' info labels")
 	if err := parseFlags(fs, args, env, stderr); err != nil {
 		return c, err
@@ -256,6 +263,7 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 	topts := telemetry.Options{
 		DataDir: cfg.Data, PrometheusURL: cfg.PrometheusURL, Targets: targets,
 		ScrapeInterval: cfg.ScrapeInterval, InstanceLabel: cfg.InstanceLabel, DCGM: cfg.DCGM,
+		GPUInstanceLabel: cfg.GPUInstanceLabel, GPUNamespaceLabel: cfg.GPUNamespaceLabel,
 		RawRetention: cfg.RetentionRaw, MinuteRetention: cfg.RetentionMinute, HourRetention: cfg.RetentionHour,
 		Logger: log,
 	}
@@ -411,6 +419,11 @@ func newChanges(ctx context.Context, cfg serveConfig, st *store.Store, tel *tele
 		}
 		d.Schedule = &s
 	}
+	chart, ok := change.LookupHelmChart(cfg.HelmChart)
+	if !ok {
+		return nil, fmt.Errorf("%w: --helm-chart %q: want one of %s", errUsage, cfg.HelmChart, strings.Join(change.HelmChartNames(), ", "))
+	}
+	d.HelmChart = chart
 	if cfg.EngineConfig != "" {
 		b, err := os.ReadFile(cfg.EngineConfig)
 		if err != nil {

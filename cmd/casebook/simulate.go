@@ -32,6 +32,7 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 	scenarios := fs.Int("scenarios", 0, "write this many labelled cases as JSON Lines and exit")
 	out := fs.String("out", "-", "file for --scenarios (- = stdout)")
 	world := fs.String("world", "sim", "which generator writes --scenarios: sim (the simulated cluster) or second (the independent second world)")
+	dcgmFields := fs.String("dcgm-fields", string(sim.DCGMProfiling), `the simulated dcgm-exporter's counter file: "default" (default-counters.csv, no profiling fields) or "profiling" (with DCGM_FI_PROF_*)`)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: casebook simulate [flags]\n\nServes a simulated vLLM cluster, or writes a labelled corpus with --scenarios.\nEvery flag can also be set as CASEBOOK_<NAME>.\n\nflags:")
 		fs.PrintDefaults()
@@ -56,6 +57,10 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 	case *world == "second" && *scenarios == 0:
 		return fmt.Errorf("%w: simulate: --world second only writes a corpus; give --scenarios N", errUsage)
 	}
+	fields, err := sim.ParseDCGMFields(*dcgmFields)
+	if err != nil {
+		return fmt.Errorf("%w: simulate: --dcgm-fields: %v", errUsage, err)
+	}
 	if *scenarios > 0 {
 		cases := func() ([]metrics.Case, error) {
 			return sim.Scenarios(sim.ScenarioOptions{N: *scenarios, Seed: *seed}), nil
@@ -68,7 +73,7 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 		return writeScenarios(cases, *out, stdout)
 	}
 
-	c := sim.New(sim.Options{Models: *models, InstancesPerModel: *instances, GPUsPerInstance: *gpus, Seed: *seed})
+	c := sim.New(sim.Options{Models: *models, InstancesPerModel: *instances, GPUsPerInstance: *gpus, Seed: *seed, DCGMFields: fields})
 	var names []string
 	for _, t := range c.Targets() {
 		if len(names) == 0 || names[len(names)-1] != t.Model {
@@ -93,8 +98,8 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 	for _, t := range c.Targets() {
 		fmt.Fprintf(stdout, "  %-24s %-14s %s%s  %s%s\n", t.Model, t.Instance, base, t.EnginePath, base, t.GPUPath)
 	}
-	fmt.Fprintf(stdout, "  gateway %s%s\n  targets %s/targets, faults %s/faults\n  Prometheus scrape config: %s/prometheus.yml\n",
-		base, sim.GatewayPath, base, base, base)
+	fmt.Fprintf(stdout, "  gateway %s%s\n  targets %s/targets, faults %s/faults\n  Prometheus scrape config: %s/prometheus.yml (ServiceMonitor-style labels: %s/prometheus.yml?labels=kubernetes)\n  dcgm-exporter counters: %s\n",
+		base, sim.GatewayPath, base, base, base, base, fields)
 
 	srv := &http.Server{Handler: c.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	runCtx, cancel := context.WithCancel(ctx)

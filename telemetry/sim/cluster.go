@@ -21,6 +21,10 @@ type Options struct {
 	GPUsPerInstance   int       // default 2 (tensor parallel)
 	Seed              int64     // random seed; the same seed and calls give the same telemetry
 	Start             time.Time // simulated start; zero = time.Now()
+	// DCGMFields is the counter set of the simulated dcgm-exporter: the
+	// default file (no profiling fields) or the profiling one; "" means
+	// profiling.
+	DCGMFields DCGMFields
 }
 
 // GatewayPath is where Handler serves the gateway's metrics.
@@ -47,7 +51,8 @@ type Cluster struct {
 	gpus    int
 	hosts   int
 	step    time.Duration
-	gateway *page // the gateway page layout, rebuilt when instances change
+	gateway *page      // the gateway page layout, rebuilt when instances change
+	dcgm    DCGMFields // the simulated dcgm-exporter's counter set
 }
 
 // model is one served model and its replicas.
@@ -78,7 +83,10 @@ func New(opts Options) *Cluster {
 	if opts.Start.IsZero() {
 		opts.Start = time.Now()
 	}
-	c := &Cluster{seed: opts.Seed, now: opts.Start.UTC(), step: subStep}
+	if opts.DCGMFields == "" {
+		opts.DCGMFields = DCGMProfiling
+	}
+	c := &Cluster{seed: opts.Seed, now: opts.Start.UTC(), step: subStep, dcgm: opts.DCGMFields}
 	for i := range opts.Models {
 		c.addModel(modelSpec(i), opts.InstancesPerModel, opts.GPUsPerInstance)
 	}
@@ -302,7 +310,7 @@ func (c *Cluster) emitAll(t time.Time, emit func(Sample) error) error {
 	for _, m := range c.models {
 		for _, in := range m.instances {
 			for _, kind := range []pageKind{pageEngine, pageGPU} {
-				if err := in.page(kind).emit(t, emit); err != nil {
+				if err := in.page(kind, c.dcgm).emit(t, emit); err != nil {
 					return err
 				}
 			}

@@ -113,7 +113,14 @@
 // longer, more diverse sessions are traffic and follow the model).
 //
 // SetConfig changes an instance's EngineConfig (the knobs suggested actions
-// act on), visible in the vllm:cache_config_info labels. Drain moves
+// act on). As in vLLM, vllm:cache_config_info carries only CacheConfig
+// fields (block_size, gpu_memory_utilization, enable_prefix_caching,
+// num_gpu_blocks, ...), and /engines/<pod>/v1/models reports max_model_len;
+// the other settings are visible to the simulator's callers only.
+// Options.DCGMFields chooses dcgm-exporter's default counter file (no
+// DCGM_FI_PROF_* fields) or the profiling one, and PrometheusConfigFor
+// writes a scrape configuration with static or ServiceMonitor-style labels
+// (exported_pod). Drain moves
 // instances to fresh nodes, Route sets the router's weight of an instance,
 // and SetGatewayPath sends a model's clients through the standby gateway,
 // straight to the engines, or through more gateway replicas: the

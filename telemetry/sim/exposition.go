@@ -91,8 +91,9 @@ func escapeLabel(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s)
 }
 
-// page returns the instance's page of the given kind with current values.
-func (in *instance) page(kind pageKind) *page {
+// page returns the instance's page of the given kind with current values;
+// fields selects the GPU page's counter set.
+func (in *instance) page(kind pageKind, fields DCGMFields) *page {
 	p := in.layouts[kind]
 	w := &walker{p: p}
 	if p == nil {
@@ -106,7 +107,7 @@ func (in *instance) page(kind pageKind) *page {
 	if kind == pageEngine {
 		in.walkEngine(w)
 	} else {
-		in.walkGPU(w)
+		in.walkGPU(w, fields)
 	}
 	return p
 }
@@ -255,16 +256,29 @@ func (in *instance) walkEngine(w *walker) {
 	}
 	gauge("vllm:num_requests_running", "Number of requests in model execution batches.", in.running)
 	gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", in.waiting)
+	// The simulated scheduler only ever waits for capacity: nothing is
+	// deferred by LoRA budgets or KV transfers.
+	w.family("vllm:num_requests_waiting_by_reason", "Number of requests waiting, by reason.", "gauge")
+	w.add("vllm:num_requests_waiting_by_reason", in.waiting, "engine", "0", "model_name", mn, "reason", "capacity")
+	w.add("vllm:num_requests_waiting_by_reason", 0, "engine", "0", "model_name", mn, "reason", "deferred")
 	gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", math.Round(in.kvUsage*1e6)/1e6)
 	counter("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", in.cnt.preemptions)
 	counter("vllm:prompt_tokens_total", "Number of prefill tokens processed.", in.cnt.prompt)
 	counter("vllm:generation_tokens_total", "Number of generation tokens processed.", in.cnt.generation)
 	counter("vllm:prefix_cache_queries_total", "Prefix cache queries, in terms of number of queried tokens.", in.cnt.prefixQueries)
 	counter("vllm:prefix_cache_hits_total", "Prefix cache hits, in terms of number of cached tokens.", in.cnt.prefixHits)
+	counter("vllm:prompt_tokens_cached_total", "Number of cached prompt tokens (local + external).", in.cnt.prefixHits)
 	w.family("vllm:request_success_total", "Count of successfully processed requests.", "counter")
 	for i, r := range finishReasons {
 		w.add("vllm:request_success_total", math.Floor(in.cnt.success[i]), "engine", "0", "finished_reason", r, "model_name", mn)
 	}
+	// The API server's HTTP counter (prometheus_fastapi_instrumentator,
+	// status codes grouped): an engine error answers 5xx, every other
+	// finished request 2xx. It carries no model_name or engine label.
+	w.family("http_requests_total", "Total number of requests by method, status and handler.", "counter")
+	ok := in.cnt.success[0] + in.cnt.success[1] + in.cnt.success[2] + in.cnt.success[4]
+	w.add("http_requests_total", math.Floor(ok), "handler", "/v1/chat/completions", "method", "POST", "status", "2xx")
+	w.add("http_requests_total", math.Floor(in.cnt.success[3]), "handler", "/v1/chat/completions", "method", "POST", "status", "5xx")
 	if in.histFams == nil {
 		in.histFams = in.histFamilies()
 	}
@@ -281,7 +295,7 @@ func (in *instance) walkEngine(w *walker) {
 	if !w.build {
 		w.add("vllm:cache_config_info", 1) // labels are fixed until the next config change
 	} else {
-		in.addConfigInfo(w, mn)
+		in.addConfigInfo(w)
 	}
 	if in.cfg.NumSpeculativeTokens > 0 {
 		counter("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", in.cnt.drafts)
@@ -298,7 +312,12 @@ func (in *instance) walkEngine(w *walker) {
 	}
 }
 
-func (in *instance) addConfigInfo(w *walker, mn string) {
+// addConfigInfo writes vllm:cache_config_info as vLLM does: one label per
+// CacheConfig field (CacheConfig.metrics_info) plus engine, and no
+// model_name. Scheduler, model and parallel settings (max_num_seqs,
+// max_model_len, tensor_parallel_size, ...) are not CacheConfig fields;
+// vLLM does not export them, and neither does the simulator.
+func (in *instance) addConfigInfo(w *walker) {
 	cfg := in.cfg
 	w.add("vllm:cache_config_info", 1,
 		"block_size", strconv.Itoa(cfg.BlockSize),
@@ -306,14 +325,13 @@ func (in *instance) addConfigInfo(w *walker, mn string) {
 		"enable_prefix_caching", pyBool(cfg.EnablePrefixCaching),
 		"engine", "0",
 		"gpu_memory_utilization", pyFloat(cfg.GPUMemoryUtilization),
-		"max_model_len", strconv.Itoa(cfg.MaxModelLen),
-		"max_num_batched_tokens", strconv.Itoa(cfg.MaxNumBatchedTokens),
-		"max_num_seqs", strconv.Itoa(cfg.MaxNumSeqs),
-		"model_name", mn,
+		"is_attention_free", "False",
+		"kv_sharing_fast_prefill", "False",
+		"num_cpu_blocks", "None",
 		"num_gpu_blocks", strconv.Itoa(numGPUBlocks(in.model.spec, cfg)),
-		"num_speculative_tokens", strconv.Itoa(cfg.NumSpeculativeTokens),
-		"replicas", strconv.Itoa(cfg.Replicas),
-		"tensor_parallel_size", strconv.Itoa(cfg.TensorParallelSize),
+		"num_gpu_blocks_override", "None",
+		"prefix_caching_hash_algo", "sha256",
+		"sliding_window", "None",
 	)
 }
 
@@ -361,9 +379,16 @@ var gpuFields = []gpuField{
 	{"DCGM_FI_PROF_PCIE_RX_BYTES", "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", "gauge", func(g *gpuState) float64 { return math.Round(g.pcieRX) }},
 }
 
-func (in *instance) walkGPU(w *walker) {
+// profilingField reports whether a field is one of DCGM's profiling (DCP)
+// fields, which dcgm-exporter's default counter file leaves out.
+func profilingField(name string) bool { return strings.HasPrefix(name, "DCGM_FI_PROF_") }
+
+func (in *instance) walkGPU(w *walker, fields DCGMFields) {
 	host := in.host
 	for _, f := range gpuFields {
+		if fields == DCGMDefault && profilingField(f.name) {
+			continue
+		}
 		w.family(f.name, f.help, f.typ)
 		for i := range in.gpus {
 			g := &in.gpus[i]
@@ -433,7 +458,7 @@ func (c *Cluster) Render(path string, b *bytes.Buffer) bool {
 	for _, m := range c.models {
 		for _, in := range m.instances {
 			if in.name == name {
-				in.page(kind).render(b)
+				in.page(kind, c.dcgm).render(b)
 				return true
 			}
 		}

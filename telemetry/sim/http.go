@@ -18,11 +18,14 @@ import (
 // maxFaultBody bounds a POST /faults body.
 const maxFaultBody = 4 << 10
 
-// Handler serves the engine, GPU and gateway /metrics endpoints, /targets
-// (JSON), /faults (GET lists, POST injects, DELETE clears all or ?id=) and
-// /prometheus.yml (a scrape configuration for this server).
+// Handler serves the engine, GPU and gateway /metrics endpoints, each
+// engine's OpenAI-compatible /engines/<pod>/v1/models, /targets (JSON),
+// /faults (GET lists, POST injects, DELETE clears all or ?id=) and
+// /prometheus.yml (a scrape configuration for this server; ?labels=
+// kubernetes for the labels a ServiceMonitor gives).
 func (c *Cluster) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /engines/{pod}/v1/models", c.serveModels)
 	mux.HandleFunc("GET /targets", c.serveTargets)
 	mux.HandleFunc("GET /faults", c.serveFaultList)
 	mux.HandleFunc("POST /faults", c.serveFaultInject)
@@ -40,6 +43,39 @@ func (c *Cluster) serveMetrics(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	_, _ = w.Write(b.Bytes())
+}
+
+// modelCard is one entry of vLLM's /v1/models answer.
+type modelCard struct {
+	ID          string `json:"id"`
+	Object      string `json:"object"`
+	Created     int64  `json:"created"`
+	OwnedBy     string `json:"owned_by"`
+	Root        string `json:"root"`
+	Parent      any    `json:"parent"`
+	MaxModelLen int    `json:"max_model_len"`
+}
+
+// serveModels answers like vLLM's /v1/models: the served model and its
+// max_model_len, the one engine limit vLLM reports outside its flags.
+func (c *Cluster) serveModels(w http.ResponseWriter, r *http.Request) {
+	pod := r.PathValue("pod")
+	c.mu.Lock()
+	var card *modelCard
+	for _, m := range c.models {
+		for _, in := range m.instances {
+			if in.name == pod {
+				card = &modelCard{ID: m.spec.Name, Object: "model", Created: c.now.Unix(), OwnedBy: "vllm",
+					Root: m.spec.Name, MaxModelLen: in.cfg.MaxModelLen}
+			}
+		}
+	}
+	c.mu.Unlock()
+	if card == nil {
+		httpError(w, http.StatusNotFound, fmt.Sprintf("no engine %q; see /targets", pod))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []modelCard{*card}})
 }
 
 func (c *Cluster) serveTargets(w http.ResponseWriter, _ *http.Request) {
@@ -173,41 +209,99 @@ func (c *Cluster) servePrometheusConfig(w http.ResponseWriter, r *http.Request) 
 	if host == "" {
 		host = "127.0.0.1:9100"
 	}
+	style, err := ParseScrapeLabels(r.URL.Query().Get("labels"))
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	w.Header().Set("Content-Type", "text/yaml; charset=utf-8")
-	_, _ = io.WriteString(w, c.PrometheusConfig(host))
+	_, _ = io.WriteString(w, c.PrometheusConfigFor(host, style))
 }
 
+// ScrapeLabels names how a scrape configuration labels the targets.
+type ScrapeLabels string
+
+const (
+	// ScrapeLabelsStatic gives every target the pod it serves and keeps
+	// the exporter's own pod labels (honor_labels): GPU series' pod is the
+	// engine's pod.
+	ScrapeLabelsStatic ScrapeLabels = "static"
+	// ScrapeLabelsKubernetes labels targets as a ServiceMonitor does with
+	// dcgm-exporter's Helm chart defaults (honorLabels false): each target
+	// gets its own pod and namespace, so the exporter's pod and namespace
+	// labels arrive renamed exported_pod and exported_namespace, and pod
+	// names the dcgm-exporter pod of the node.
+	ScrapeLabelsKubernetes ScrapeLabels = "kubernetes"
+)
+
+// ParseScrapeLabels reads a ScrapeLabels name; empty means static.
+func ParseScrapeLabels(s string) (ScrapeLabels, error) {
+	switch ScrapeLabels(s) {
+	case "", ScrapeLabelsStatic:
+		return ScrapeLabelsStatic, nil
+	case ScrapeLabelsKubernetes:
+		return ScrapeLabelsKubernetes, nil
+	}
+	return "", fmt.Errorf("scrape labels %q: want %q or %q", s, ScrapeLabelsStatic, ScrapeLabelsKubernetes)
+}
+
+// Namespaces of the simulated cluster's pods, as a Kubernetes scrape
+// labels them.
+const (
+	EngineNamespace   = "inference"
+	ExporterNamespace = "gpu-operator"
+)
+
 // PrometheusConfig returns a Prometheus scrape configuration for this
-// cluster served at host:port. Every engine and exporter target gets the
-// pod target label (exporter series also carry it natively); the gateway's
-// series name their upstream pod themselves.
+// cluster served at host:port, with static labels (see ScrapeLabelsStatic).
 func (c *Cluster) PrometheusConfig(host string) string {
+	return c.PrometheusConfigFor(host, ScrapeLabelsStatic)
+}
+
+// PrometheusConfigFor returns a Prometheus scrape configuration for this
+// cluster served at host:port, labelling targets in the given style. The
+// gateway's series name their upstream pod themselves.
+func (c *Cluster) PrometheusConfigFor(host string, style ScrapeLabels) string {
 	var b strings.Builder
 	b.WriteString("# Scrape configuration for the Casebook simulated cluster.\nscrape_configs:\n")
-	job := func(name string, honor bool, paths []string, pods []string) {
+	type target struct {
+		path   string
+		labels [][2]string
+	}
+	job := func(name string, honor bool, ts []target) {
 		fmt.Fprintf(&b, "  - job_name: %s\n    scrape_interval: 5s\n", name)
 		if honor {
 			b.WriteString("    honor_labels: true\n")
 		}
 		b.WriteString("    static_configs:\n")
-		for i, p := range paths {
-			fmt.Fprintf(&b, "      - targets: [%q]\n        labels:\n          __metrics_path__: %q\n", host, p)
-			if pods[i] != "" {
-				fmt.Fprintf(&b, "          pod: %q\n", pods[i])
+		for _, t := range ts {
+			fmt.Fprintf(&b, "      - targets: [%q]\n        labels:\n          __metrics_path__: %q\n", host, t.path)
+			for _, l := range t.labels {
+				fmt.Fprintf(&b, "          %s: %q\n", l[0], l[1])
 			}
 		}
 	}
-	var ep, gp, pods []string
-	for _, t := range c.Targets() {
-		ep = append(ep, t.EnginePath)
-		gp = append(gp, t.GPUPath)
-		pods = append(pods, t.Instance)
+	var eng, gpu []target
+	c.mu.Lock()
+	for _, m := range c.models {
+		for _, in := range m.instances {
+			et := target{path: "/engines/" + in.name + "/metrics", labels: [][2]string{{"pod", in.name}}}
+			gt := target{path: "/gpus/" + in.name + "/metrics", labels: [][2]string{{"pod", in.name}}}
+			if style == ScrapeLabelsKubernetes {
+				et.labels = append(et.labels, [2]string{"namespace", EngineNamespace})
+				gt.labels = [][2]string{{"pod", "dcgm-exporter-" + in.host}, {"namespace", ExporterNamespace}, {"container", "exporter"}}
+			}
+			eng = append(eng, et)
+			gpu = append(gpu, gt)
+		}
 	}
-	job("vllm", false, ep, pods)
-	// The exporter's series carry pod natively; honor_labels keeps those,
-	// and the target label keeps each exporter's up series apart.
-	job("dcgm-exporter", true, gp, pods)
-	job("gateway", true, []string{GatewayPath}, []string{""})
+	c.mu.Unlock()
+	job("vllm", false, eng)
+	// With static labels the exporter's series keep their native pod
+	// (honor_labels) and the target label keeps each exporter's up series
+	// apart; a ServiceMonitor does not honour them.
+	job("dcgm-exporter", style == ScrapeLabelsStatic, gpu)
+	job("gateway", true, []target{{path: GatewayPath}})
 	return b.String()
 }
 

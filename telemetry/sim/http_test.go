@@ -121,6 +121,8 @@ func TestSetConfigShowsInCacheConfigInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.MaxNumSeqs = 128
+	cfg.GPUMemoryUtilization = 0.85
+	cfg.MaxModelLen = 16384
 	cfg.Replicas = 3
 	if err := c.SetConfig(scope, cfg); err != nil {
 		t.Fatal(err)
@@ -129,12 +131,81 @@ func TestSetConfigShowsInCacheConfigInfo(t *testing.T) {
 		t.Errorf("%d targets after scaling to 3 replicas, want 5", n)
 	}
 	info := parsePage(t, c, "/engines/llama-8b-2/metrics")["vllm:cache_config_info"].Metric[0]
-	if got := labelValue(info, "max_num_seqs"); got != "128" {
-		t.Errorf("max_num_seqs label %q, want 128", got)
+	if got := labelValue(info, "gpu_memory_utilization"); got != "0.85" {
+		t.Errorf("gpu_memory_utilization label %q, want 0.85", got)
+	}
+	// vLLM's info metric carries CacheConfig fields only: no scheduler,
+	// model or parallel settings, and no model_name.
+	for _, l := range info.Label {
+		switch l.GetName() {
+		case "max_num_seqs", "max_num_batched_tokens", "max_model_len", "tensor_parallel_size",
+			"num_speculative_tokens", "replicas", "model_name":
+			t.Errorf("cache_config_info carries %s=%q, which is not a CacheConfig field", l.GetName(), l.GetValue())
+		}
+	}
+	// max_model_len comes from the engine's /v1/models instead.
+	rec := httptest.NewRecorder()
+	c.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/engines/llama-8b-2/v1/models", nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"max_model_len":16384`) ||
+		!strings.Contains(rec.Body.String(), `"id":"`+Models[0].Name+`"`) {
+		t.Errorf("/v1/models: %d %s", rec.Code, rec.Body.String())
+	}
+	rec = httptest.NewRecorder()
+	c.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/engines/nope/v1/models", nil))
+	if rec.Code != http.StatusNotFound {
+		t.Errorf("/v1/models of an unknown engine: %d", rec.Code)
 	}
 	cfg.GPUMemoryUtilization = 2
 	if err := c.SetConfig(scope, cfg); err == nil {
 		t.Error("gpu_memory_utilization 2 accepted")
+	}
+}
+
+// The default field set is dcgm-exporter's default-counters.csv: no
+// profiling field; the profiling set adds them.
+func TestDCGMFieldSets(t *testing.T) {
+	for _, tc := range []struct {
+		fields DCGMFields
+		wantSM bool
+	}{
+		{DCGMDefault, false},
+		{DCGMProfiling, true},
+		{"", true},
+	} {
+		c := New(Options{Seed: 1, Start: monday, DCGMFields: tc.fields})
+		c.Advance(monday.Add(time.Minute))
+		fams := parsePage(t, c, c.Targets()[0].GPUPath)
+		if _, ok := fams["DCGM_FI_DEV_GPU_UTIL"]; !ok {
+			t.Errorf("%q: DCGM_FI_DEV_GPU_UTIL missing", tc.fields)
+		}
+		prof := 0
+		for name := range fams {
+			if strings.HasPrefix(name, "DCGM_FI_PROF_") {
+				prof++
+			}
+		}
+		if _, ok := fams["DCGM_FI_PROF_SM_ACTIVE"]; ok != tc.wantSM || (!tc.wantSM && prof > 0) {
+			t.Errorf("%q: SM_ACTIVE present %v, %d profiling families", tc.fields, ok, prof)
+		}
+	}
+}
+
+// The Kubernetes-style configuration labels exporter targets with their
+// own pod, so that Prometheus renames the series' pod to exported_pod.
+func TestPrometheusConfigKubernetesLabels(t *testing.T) {
+	c := New(Options{Seed: 1, Start: monday})
+	cfg := c.PrometheusConfigFor("sim:9100", ScrapeLabelsKubernetes)
+	for _, want := range []string{`pod: "dcgm-exporter-gpu-node-0"`, `namespace: "gpu-operator"`, `namespace: "inference"`,
+		"job_name: dcgm-exporter\n    scrape_interval: 5s\n    static_configs:"} {
+		if !strings.Contains(cfg, want) {
+			t.Errorf("config lacks %q:\n%s", want, cfg)
+		}
+	}
+	if static := c.PrometheusConfig("sim:9100"); !strings.Contains(static, "honor_labels: true") || strings.Contains(static, "dcgm-exporter-gpu-node") {
+		t.Errorf("static config:\n%s", static)
+	}
+	if _, err := ParseScrapeLabels("servicemonitor"); err == nil {
+		t.Error("unknown style accepted")
 	}
 }
 

@@ -48,6 +48,9 @@ func TestExpositionNamesTypesAndBuckets(t *testing.T) {
 		"vllm:spec_decode_num_drafts_total": dto.MetricType_COUNTER, "vllm:spec_decode_num_draft_tokens_total": dto.MetricType_COUNTER,
 		"vllm:spec_decode_num_accepted_tokens_total":         dto.MetricType_COUNTER,
 		"vllm:spec_decode_num_accepted_tokens_per_pos_total": dto.MetricType_COUNTER,
+		"vllm:num_requests_waiting_by_reason":                dto.MetricType_GAUGE,
+		"vllm:prompt_tokens_cached_total":                    dto.MetricType_COUNTER,
+		"http_requests_total":                                dto.MetricType_COUNTER,
 	}
 	b125 := []float64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000}
 	wantBuckets := map[string][]float64{
