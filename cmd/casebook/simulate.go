@@ -29,6 +29,7 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 	gpus := fs.Int("gpus", 2, "GPUs per instance (tensor parallel)")
 	scenarios := fs.Int("scenarios", 0, "write this many labelled cases as JSON Lines and exit")
 	out := fs.String("out", "-", "file for --scenarios (- = stdout)")
+	dcgmFields := fs.String("dcgm-fields", "profiling", "with --scenarios: dcgm-exporter counter file the corpus is read with: default (no profiling fields; gpu_sm_util is GPU_UTIL) or profiling")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: casebook simulate [flags]\n\nServes a simulated vLLM cluster, or writes a labelled corpus with --scenarios.\nEvery flag can also be set as CASEBOOK_<NAME>.\n\nflags:")
 		fs.PrintDefaults()
@@ -49,8 +50,12 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 	case *scenarios < 0 || *scenarios > 1_000_000:
 		return fmt.Errorf("%w: simulate: --scenarios %d is outside 0..1000000", errUsage, *scenarios)
 	}
+	fields, err := sim.ParseDCGMFields(*dcgmFields)
+	if err != nil {
+		return fmt.Errorf("%w: simulate: --%v", errUsage, err)
+	}
 	if *scenarios > 0 {
-		return writeScenarios(*scenarios, *seed, *out, stdout)
+		return writeScenarios(sim.ScenarioOptions{N: *scenarios, Seed: *seed, DCGMFields: fields}, *out, stdout)
 	}
 
 	c := sim.New(sim.Options{Models: *models, InstancesPerModel: *instances, GPUsPerInstance: *gpus, Seed: *seed})
@@ -103,7 +108,7 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 	}
 }
 
-func writeScenarios(n int, seed int64, path string, stdout io.Writer) (err error) {
+func writeScenarios(opts sim.ScenarioOptions, path string, stdout io.Writer) (err error) {
 	w := stdout
 	if path != "-" {
 		f, err := os.Create(path)
@@ -119,7 +124,7 @@ func writeScenarios(n int, seed int64, path string, stdout io.Writer) (err error
 	}
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
-	for _, c := range sim.Scenarios(sim.ScenarioOptions{N: n, Seed: seed}) {
+	for _, c := range sim.Scenarios(opts) {
 		if err := enc.Encode(c); err != nil {
 			return fmt.Errorf("simulate: write case: %w", err)
 		}
