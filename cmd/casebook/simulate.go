@@ -13,6 +13,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/casebook/casebook/metrics"
+	"github.com/casebook/casebook/secondworld"
 	"github.com/casebook/casebook/telemetry/sim"
 )
 
@@ -29,7 +31,8 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 	gpus := fs.Int("gpus", 2, "GPUs per instance (tensor parallel)")
 	scenarios := fs.Int("scenarios", 0, "write this many labelled cases as JSON Lines and exit")
 	out := fs.String("out", "-", "file for --scenarios (- = stdout)")
-	dcgmFields := fs.String("dcgm-fields", "profiling", "with --scenarios: dcgm-exporter counter file the corpus is read with: default (no profiling fields; gpu_sm_util is GPU_UTIL) or profiling")
+	dcgmFields := fs.String("dcgm-fields", "profiling", "with --scenarios --world sim: dcgm-exporter counter file the corpus is read with: default (no profiling fields; gpu_sm_util is GPU_UTIL) or profiling")
+	world := fs.String("world", "sim", "which generator writes --scenarios: sim (the simulated cluster) or second (the independent second world)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: casebook simulate [flags]\n\nServes a simulated vLLM cluster, or writes a labelled corpus with --scenarios.\nEvery flag can also be set as CASEBOOK_<NAME>.\n\nflags:")
 		fs.PrintDefaults()
@@ -49,13 +52,28 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 		return fmt.Errorf("%w: simulate: --gpus %d is outside 1..8", errUsage, *gpus)
 	case *scenarios < 0 || *scenarios > 1_000_000:
 		return fmt.Errorf("%w: simulate: --scenarios %d is outside 0..1000000", errUsage, *scenarios)
+	case *world != "sim" && *world != "second":
+		return fmt.Errorf("%w: simulate: --world %q is not sim or second", errUsage, *world)
+	case *world == "second" && *scenarios == 0:
+		return fmt.Errorf("%w: simulate: --world second only writes a corpus; give --scenarios N", errUsage)
 	}
 	fields, err := sim.ParseDCGMFields(*dcgmFields)
 	if err != nil {
 		return fmt.Errorf("%w: simulate: --%v", errUsage, err)
 	}
 	if *scenarios > 0 {
-		return writeScenarios(sim.ScenarioOptions{N: *scenarios, Seed: *seed, DCGMFields: fields}, *out, stdout)
+		cases := func() ([]metrics.Case, error) {
+			return sim.Scenarios(sim.ScenarioOptions{N: *scenarios, Seed: *seed, DCGMFields: fields}), nil
+		}
+		if *world == "second" {
+			if fields != sim.DCGMProfiling {
+				return fmt.Errorf("%w: simulate: --dcgm-fields applies to --world sim only; the second world chooses its own field sets", errUsage)
+			}
+			cases = func() ([]metrics.Case, error) {
+				return secondworld.Generate(secondworld.Options{N: *scenarios, Seed: *seed})
+			}
+		}
+		return writeScenarios(cases, *out, stdout)
 	}
 
 	c := sim.New(sim.Options{Models: *models, InstancesPerModel: *instances, GPUsPerInstance: *gpus, Seed: *seed})
@@ -108,7 +126,11 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 	}
 }
 
-func writeScenarios(opts sim.ScenarioOptions, path string, stdout io.Writer) (err error) {
+func writeScenarios(generate func() ([]metrics.Case, error), path string, stdout io.Writer) (err error) {
+	cases, err := generate()
+	if err != nil {
+		return fmt.Errorf("simulate: %w", err)
+	}
 	w := stdout
 	if path != "-" {
 		f, err := os.Create(path)
@@ -124,7 +146,7 @@ func writeScenarios(opts sim.ScenarioOptions, path string, stdout io.Writer) (er
 	}
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
-	for _, c := range sim.Scenarios(opts) {
+	for _, c := range cases {
 		if err := enc.Encode(c); err != nil {
 			return fmt.Errorf("simulate: write case: %w", err)
 		}
