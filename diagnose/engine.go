@@ -148,7 +148,7 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 		second = rankedList[1].score
 	}
 	significant := signals >= 2 || maxBad >= strongZ || top >= absoluteScore
-	if significant && top < e.minScore && !userImpact(base) {
+	if significant && top < e.minScore && volumeChange(base) && !userImpact(base) {
 		// No cause fits and users see nothing: a change of traffic
 		// volume that the service absorbs (throughput following arrivals,
 		// the batch and cache following both) is not an incident.
@@ -223,11 +223,23 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 	return d
 }
 
+// volumeChange reports whether the traffic itself moved: arrivals or
+// throughput beyond AnomalyZ either way.
+func volumeChange(base map[string]Deviation) bool {
+	for _, id := range []string{m.ArrivalRPS, m.ThroughputRPS} {
+		if d, ok := base[id]; ok && math.Abs(d.Z) > AnomalyZ {
+			return true
+		}
+	}
+	return false
+}
+
 // userImpact reports whether requests are slower, failing or served less
-// than they arrive: a latency or the error rate beyond AnomalyZ in its bad
-// direction, or throughput falling further than arrivals.
+// than they arrive: a latency (mean or tail) or the error rate beyond
+// AnomalyZ in its bad direction, or throughput falling further than
+// arrivals.
 func userImpact(base map[string]Deviation) bool {
-	for _, id := range []string{m.GatewayE2E, m.E2E, m.TTFT, m.TPOT, m.QueueTime, m.ErrorRate} {
+	for _, id := range []string{m.GatewayE2E, m.E2E, m.E2EP99, m.TTFT, m.TTFTP99, m.TPOT, m.TPOTP99, m.QueueTime, m.ErrorRate} {
 		if d, ok := base[id]; ok && badZ(id, d) > AnomalyZ {
 			return true
 		}
