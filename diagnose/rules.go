@@ -128,6 +128,22 @@ func scoreEviction(r *reader) float64 {
 	return 0.3*preempt + 0.3*pressure + 0.2*hitDown + 0.2*slow + 0.05*seed
 }
 
+// slowerSteps is how clearly the time per output token rose: 0 below
+// lo times its baseline, 1 at hi times and a clear z.
+func (r *reader) slowerSteps(lo, hi float64) float64 {
+	return ramp(r.rel(m.TPOT), lo, hi) * ramp(r.z(m.TPOT), 2, 4)
+}
+
+// moreArrivals is how clearly more requests arrive than at the baseline:
+// at the gateway, or without it, served throughput rising (a backlog from
+// load lifts throughput to its ceiling first).
+func (r *reader) moreArrivals() float64 {
+	if r.has(m.ArrivalRPS) {
+		return maxOf(ramp(r.rel(m.ArrivalRPS), 1.05, 1.25), r.up(m.ArrivalRPS))
+	}
+	return maxOf(ramp(r.rel(m.ThroughputRPS), 1.05, 1.25), r.up(m.ThroughputRPS))
+}
+
 // queueShare is the share of engine E2E a request spends waiting.
 func queueShare(v m.Values) (float64, bool) {
 	q, ok1 := v.Get(m.QueueTime)
@@ -188,7 +204,11 @@ func scoreQueueBacklog(r *reader) float64 {
 	// nor the step time grew, means the engine admits fewer sequences
 	// than it could (a lowered max_num_seqs), not too much load.
 	shrunk := maxOf(r.batchSmall(), r.admissionCapped())
-	return (0.35*queued + 0.15*share + 0.25*load + 0.15*busy + 0.1*held) * (1 - 0.5*idle) * (1 - 0.6*shrunk)
+	// Capacity is batch / step time: a queue behind steps that got slower
+	// while no more requests arrive is capacity lost, and the cause that
+	// slowed the steps explains it.
+	lost := r.slowerSteps(1.15, 1.5) * (1 - r.moreArrivals())
+	return (0.35*queued + 0.15*share + 0.25*load + 0.15*busy + 0.1*held) * (1 - 0.5*idle) * (1 - 0.6*shrunk) * (1 - 0.6*lost)
 }
 
 // admissionCapped is how clearly a queue grew that neither more load nor
@@ -299,7 +319,7 @@ func scoreMemoryBandwidth(r *reader) float64 {
 		// Weaker than a measured DRAM activity, so it never reaches full
 		// strength.
 		r.profilingMissing = true
-		inferred = 0.6 * tpotUp * maxOf(ramp(r.z(m.SMUtil), -1, 1), r.gpuWorkPerToken())
+		inferred = tpotUp * maxOf(0.6*ramp(r.z(m.SMUtil), -1, 1), 0.8*r.gpuWorkPerToken())
 		r.noteIf(inferred, m.Power, remarkPowerPerToken)
 	}
 	bw := maxOf(dram, clk, inferred)
