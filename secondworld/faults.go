@@ -18,6 +18,7 @@ type fault struct {
 	ramp    float64 // minutes from onset to full strength
 	gpus    []bool  // GPUs it hits (throttling)
 	restart bool    // a configuration change that restarts the engine
+	other   bool    // the memory went to another process (eviction), not back to the pool
 
 	// targets fixed when the fault is drawn, relative to the healthy state
 	target  float64
@@ -68,6 +69,7 @@ func drawFault(r *rand.Rand, cause string, sev float64, d *deployment, b baselin
 			// lowered gpu_memory_utilization / reserved more for graphs
 			f.variant = 0
 			f.target = b.op.used / (0.88 + 0.55*sev) // new block count
+			f.other = r.Float64() < 0.5
 			f.restart = true
 			f.ramp = 0
 		} else {
@@ -190,7 +192,9 @@ func (f *fault) apply(c *conditions, x float64, d *deployment, b baseline) {
 	case metrics.CauseKVCacheEviction:
 		if f.variant == 0 {
 			nb := d.kvBlocks - x*(d.kvBlocks-f.target)
-			c.memUsedDelta -= (1 - nb/d.kvBlocks) * 0.5 * d.memUtil // half the time a neighbour keeps the memory
+			if !f.other { // a lower gpu_memory_utilization frees the framebuffer
+				c.memUsedDelta -= (d.kvBlocks - nb) * d.blockSize * d.kvTok / (d.gpu.memGiB * (1 << 30))
+			}
 			c.kvBlocks = math.Min(c.kvBlocks, nb)
 		} else {
 			m := 1 + x*(f.target-1)
