@@ -26,6 +26,14 @@
 //     history it counts in full, and the confidence is scaled down by the
 //     share of metrics that lack a baseline (the footing) and a note says
 //     so;
+//   - physical checks across causes: a queue that neither more load nor
+//     slower steps nor a full cache explain is capped admission
+//     (underutilisation), not a backlog; causes that add prefill cannot
+//     make the GPU compute less; failures well past a healthy rate while
+//     waiting is a small share of the request are the engine's own, not
+//     queue timeouts behind another cause; and a change of traffic volume
+//     that users do not feel (no latency or error impact) is not an
+//     incident even when no rule fits;
 //   - calibration: a fixed, documented mapping from the winning score and its
 //     margin over the runner-up to a confidence in 0-1;
 //   - similar-case matching (similar.go): a case signature of 32 features
@@ -59,8 +67,18 @@
 // and recall, the confusion matrix and the calibration of the confidence on
 // a labelled corpus; EvaluateFeedback replays a corpus in order with a
 // growing knowledge base (optionally with wrong labels) and reports rules
-// alone against rules with matching, block by block. ParseSnapshot is a fast, parity-fuzzed front end to
-// metrics.DecodeSnapshot for bulk input.
+// alone against rules with matching and against PlainKNN, the simplest
+// case-based baseline (a 5-nearest-neighbour vote on log-ratios of current
+// values to their history mean), block by block, with the calibration
+// error of both rules and matching. ParseSnapshot is a fast,
+// parity-fuzzed front end to metrics.DecodeSnapshot for bulk input.
+//
+// Where dcgm-exporter runs with its default counters, the profiling fields
+// (SM, tensor and DRAM activity) are absent and gpu_sm_util is the GPU_UTIL
+// duty cycle, near 100% whenever the engine is busy. The GPU-side rules
+// then read the duty cycle only for gaps between kernels, and power per
+// generated token for work per step, say so in a note and lower the
+// confidence (noProfilingFactor).
 //
 // Every title and sentence the package shows lives in texts.go.
 package diagnose

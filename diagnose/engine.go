@@ -148,6 +148,12 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 		second = rankedList[1].score
 	}
 	significant := signals >= 2 || maxBad >= strongZ || top >= absoluteScore
+	if significant && top < e.minScore && volumeChange(base) && !userImpact(base) {
+		// No cause fits and users see nothing: a change of traffic
+		// volume that the service absorbs (throughput following arrivals,
+		// the batch and cache following both) is not an incident.
+		significant = false
+	}
 
 	d := Diagnosis{
 		Candidates:    []Candidate{},
@@ -165,6 +171,10 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 		w := rankedList[0]
 		d.RootCause = w.finding.RootCause
 		d.Confidence = round3(calibrate(top, second) * footingFactor(foot))
+		if w.finding.profilingMissing {
+			d.Confidence = round3(d.Confidence * noProfilingFactor)
+			d.Notes = append(d.Notes, noteNoProfiling)
+		}
 		d.Evidence = append(d.Evidence, w.finding.Evidence...)
 		d.CausalChain = chain(d.RootCause, base, isAnom)
 	default:
@@ -211,6 +221,35 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 		}
 	}
 	return d
+}
+
+// volumeChange reports whether the traffic itself moved: arrivals or
+// throughput beyond AnomalyZ either way.
+func volumeChange(base map[string]Deviation) bool {
+	for _, id := range []string{m.ArrivalRPS, m.ThroughputRPS} {
+		if d, ok := base[id]; ok && math.Abs(d.Z) > AnomalyZ {
+			return true
+		}
+	}
+	return false
+}
+
+// userImpact reports whether requests are slower, failing or served less
+// than they arrive: a latency (mean or tail) or the error rate beyond
+// AnomalyZ in its bad direction, or throughput falling further than
+// arrivals.
+func userImpact(base map[string]Deviation) bool {
+	for _, id := range []string{m.GatewayE2E, m.E2E, m.E2EP99, m.TTFT, m.TTFTP99, m.TPOT, m.TPOTP99, m.QueueTime, m.ErrorRate} {
+		if d, ok := base[id]; ok && badZ(id, d) > AnomalyZ {
+			return true
+		}
+	}
+	thr, ok := base[m.ThroughputRPS]
+	if !ok || thr.Z > -AnomalyZ {
+		return false
+	}
+	arr, ok := base[m.ArrivalRPS]
+	return !ok || arr.Z > thr.Z/2
 }
 
 // fuseMatch combines the rules' answer in d with the votes of similar
@@ -385,6 +424,11 @@ func calibrate(s1, s2 float64) float64 {
 	margin := math.Max(0, (s1-s2)/s1)
 	return round3(0.55 + 0.44*strength*(0.4+0.6*margin))
 }
+
+// noProfilingFactor scales the confidence of a cause inferred without the
+// DCGM profiling fields: the duty cycle and power it rests on also move
+// with load, so such findings are wrong more often.
+const noProfilingFactor = 0.9
 
 // footingFactor scales a confidence by the share of metrics with a
 // baseline: a diagnosis from absolute limits alone keeps 70% of the

@@ -145,8 +145,9 @@ func TestExplainPair(t *testing.T) {
 	})
 }
 
-// TestEngineExplainsAway: a weak eviction storm beside a strong engine
-// error burst. The rules name the eviction (it moves more metrics); with a
+// TestEngineExplainsAway: a weak eviction storm beside a stronger engine
+// error burst, kept under the ~5% at which the rules already call failures
+// the engine's own. The rules name the eviction (it moves more metrics); with a
 // knowledge base of both causes at every strength the engine names the
 // errors and says why, while a strong storm beside weak errors, and a
 // storm alone, keep the eviction.
@@ -164,7 +165,7 @@ func TestEngineExplainsAway(t *testing.T) {
 		want  string
 		note  bool
 	}{
-		{"errors stronger", overlay(blend(0.3, kv), blend(1, errs)), m.CauseEngineErrors, true},
+		{"errors stronger", overlay(blend(0.2, kv), blend(0.35, errs)), m.CauseEngineErrors, true},
 		{"storm stronger", overlay(blend(1, kv), blend(0.3, errs)), m.CauseKVCacheEviction, false},
 		{"storm alone", blend(0.6, kv), m.CauseKVCacheEviction, false},
 	}

@@ -28,6 +28,9 @@ type FeedbackBlock struct {
 	To    int     `json:"to"`
 	Rules float64 `json:"rules_top1"`
 	Match float64 `json:"match_top1"`
+	// KNN is the plain 5-nearest-neighbour baseline (PlainKNN) fed the
+	// same labels.
+	KNN float64 `json:"knn_top1"`
 }
 
 // FeedbackReport is the result of a feedback replay.
@@ -37,11 +40,13 @@ type FeedbackReport struct {
 	// with matching over the whole replay.
 	Rules float64 `json:"rules_top1"`
 	Match float64 `json:"match_top1"`
+	KNN   float64 `json:"knn_top1"`
 	// After is the case count after which AfterRules and AfterMatch are
 	// measured (500, or half the corpus when it is smaller).
 	After      int     `json:"after"`
 	AfterRules float64 `json:"after_rules_top1"`
 	AfterMatch float64 `json:"after_match_top1"`
+	AfterKNN   float64 `json:"after_knn_top1"`
 	// AfterMatchAnyLabel also counts a diagnosis naming a secondary label
 	// of a multi-fault case as right, after the same point.
 	AfterMatchAnyLabel float64 `json:"after_match_top1_any_label"`
@@ -56,13 +61,15 @@ type FeedbackReport struct {
 	// answer, and OverturnedRight how many of those changes were right.
 	Overturned      int `json:"overturned"`
 	OverturnedRight int `json:"overturned_right"`
-	// MatchReport is the full evaluation of the engine with matching.
+	// MatchReport is the full evaluation of the engine with matching,
+	// RulesReport that of rules alone (for their calibration).
 	MatchReport EvalReport `json:"match_report"`
+	RulesReport EvalReport `json:"rules_report"`
 }
 
 // EvaluateFeedback replays cases in order the way the archive learns: each
-// case is diagnosed by rules alone and by rules with a knowledge base of
-// every earlier case, then its label is fed back (with probability Noise a
+// case is diagnosed by rules alone, by rules with a knowledge base of every
+// earlier case and by the plain kNN baseline over the same cases, then its label is fed back (with probability Noise a
 // wrong one) as a confirmation when it names the cause the engine gave and
 // as a correction otherwise, as an engineer's review would. Accuracy is
 // always measured against the true label.
@@ -81,6 +88,7 @@ func EvaluateFeedback(cases []m.Case, opts FeedbackOptions) (FeedbackReport, err
 	matchOpts := opts.Engine
 	matchOpts.Cases = kb
 	matchEngine := New(matchOpts)
+	knn := NewPlainKNN(5)
 
 	labels := labelSet(cases)
 	rng := rand.New(rand.NewSource(opts.Seed))
@@ -89,15 +97,17 @@ func EvaluateFeedback(cases []m.Case, opts FeedbackOptions) (FeedbackReport, err
 	if len(cases) < 2*rep.After {
 		rep.After = len(cases) / 2
 	}
-	var ev Evaluation
-	var rulesOK, matchOK, afterRules, afterMatch, afterAny, afterN int
+	var ev, rev Evaluation
+	var rulesOK, matchOK, knnOK, afterRules, afterMatch, afterKNN, afterAny, afterN int
 	var cur FeedbackBlock
-	var bRules, bMatch, bN int
+	var bRules, bMatch, bKNN, bN int
 	for i, c := range cases {
 		rd := rulesEngine.Diagnose(c.Snapshot)
 		md := matchEngine.Diagnose(c.Snapshot)
 		ev.AddCase(c, md)
+		rev.AddCase(c, rd)
 		rOK, mOK := rd.RootCause == c.Label, md.RootCause == c.Label
+		kOK := knn.Classify(c.Snapshot) == c.Label
 		if md.RootCause != rd.RootCause {
 			rep.Overturned++
 			if mOK {
@@ -106,10 +116,12 @@ func EvaluateFeedback(cases []m.Case, opts FeedbackOptions) (FeedbackReport, err
 		}
 		rulesOK += b2i(rOK)
 		matchOK += b2i(mOK)
+		knnOK += b2i(kOK)
 		if i >= rep.After {
 			afterN++
 			afterRules += b2i(rOK)
 			afterMatch += b2i(mOK)
+			afterKNN += b2i(kOK)
 			afterAny += b2i(mOK || contains(c.Secondary, md.RootCause))
 		}
 		if bN == 0 {
@@ -118,15 +130,17 @@ func EvaluateFeedback(cases []m.Case, opts FeedbackOptions) (FeedbackReport, err
 		bN++
 		bRules += b2i(rOK)
 		bMatch += b2i(mOK)
+		bKNN += b2i(kOK)
 		if bN == block || i == len(cases)-1 {
 			cur.To = i + 1
 			cur.Rules = float64(bRules) / float64(bN)
 			cur.Match = float64(bMatch) / float64(bN)
+			cur.KNN = float64(bKNN) / float64(bN)
 			if d := 100 * (cur.Rules - cur.Match); d > rep.WorstDeficit {
 				rep.WorstDeficit = d
 			}
 			rep.Blocks = append(rep.Blocks, cur)
-			bN, bRules, bMatch = 0, 0, 0
+			bN, bRules, bMatch, bKNN = 0, 0, 0, 0
 		}
 
 		label := c.Label
@@ -140,6 +154,7 @@ func EvaluateFeedback(cases []m.Case, opts FeedbackOptions) (FeedbackReport, err
 		if label != md.RootCause {
 			review = Corrected
 		}
+		knn.Add(c.Snapshot, label)
 		if err := kb.Add(LabelledCase{ID: fmt.Sprintf("case-%d", i+1), Snapshot: c.Snapshot, Cause: label, Review: review}); err != nil {
 			return rep, fmt.Errorf("diagnose: feedback case %d: %w", i+1, err)
 		}
@@ -147,13 +162,16 @@ func EvaluateFeedback(cases []m.Case, opts FeedbackOptions) (FeedbackReport, err
 	if n := len(cases); n > 0 {
 		rep.Rules = float64(rulesOK) / float64(n)
 		rep.Match = float64(matchOK) / float64(n)
+		rep.KNN = float64(knnOK) / float64(n)
 	}
 	if afterN > 0 {
 		rep.AfterRules = float64(afterRules) / float64(afterN)
 		rep.AfterMatch = float64(afterMatch) / float64(afterN)
+		rep.AfterKNN = float64(afterKNN) / float64(afterN)
 		rep.AfterMatchAnyLabel = float64(afterAny) / float64(afterN)
 	}
 	rep.MatchReport = ev.Report()
+	rep.RulesReport = rev.Report()
 	return rep, nil
 }
 

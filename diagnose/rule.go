@@ -24,6 +24,10 @@ type Finding struct {
 	Evidence []Evidence
 	// Missing lists catalog ids the rule wanted but the snapshot lacked.
 	Missing []string
+	// profilingMissing is set when the rule would have read the DCGM
+	// profiling fields (DRAM activity) and had to infer from the default
+	// counters (GPU_UTIL duty cycle, power, batch and token rate) instead.
+	profilingMissing bool
 	// beyondUpstream is set when the rule measured that no upstream
 	// anomaly can account for the size of its own: causal ranking then
 	// does not demote it as a symptom.
@@ -65,7 +69,7 @@ func (f ruleFunc) Evaluate(in Input) Finding {
 	if s > 1 {
 		s = 1
 	}
-	fd := Finding{RootCause: f.id, Score: s, Missing: r.missing, beyondUpstream: r.beyondUpstream}
+	fd := Finding{RootCause: f.id, Score: s, Missing: r.missing, beyondUpstream: r.beyondUpstream, profilingMissing: r.profilingMissing}
 	if s > 0 {
 		fd.Evidence = r.evidence
 	}
@@ -79,8 +83,8 @@ type reader struct {
 	missing  []string
 	evidence []Evidence
 	noted    map[string]bool
-	// beyondUpstream: see Finding.
-	beyondUpstream bool
+	// beyondUpstream and profilingMissing: see Finding.
+	beyondUpstream, profilingMissing bool
 }
 
 // val returns the current value of id, recording it as missing if absent.

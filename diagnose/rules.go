@@ -50,6 +50,23 @@ func (r *reader) batchSmall() float64 {
 	return maxOf(r.bothDown(m.RunningSeqs), ramp(1-r.rel(m.RunningSeqs), 0.25, 0.6)*ramp(base, 4, 16))
 }
 
+// gpuWorkPerToken is how clearly the GPU does more work for each generated
+// token than at the baseline: board power (above its idle floor, which
+// the baseline mean includes, so the ratio understates) rising faster than
+// generated tokens/s, at full strength once it is 12% more per token and
+// the power rise itself stands out of its noise. Power is in dcgm-exporter's
+// default counters, so this holds without the profiling fields.
+func (r *reader) gpuWorkPerToken() float64 {
+	if !r.has(m.Power) || !r.has(m.GenerationTPS) {
+		return 0
+	}
+	gen := r.rel(m.GenerationTPS)
+	if gen <= 0 {
+		return 0
+	}
+	return ramp(r.rel(m.Power)/gen, 1.03, 1.12) * ramp(r.z(m.Power), 1, 3)
+}
+
 // kvPressure is how hard the KV cache is pressed: usage inside its
 // saturation knee (past ~90% every new sequence forces a preemption), or
 // usage rising against its own baseline faster than the load explains
@@ -111,6 +128,22 @@ func scoreEviction(r *reader) float64 {
 	return 0.3*preempt + 0.3*pressure + 0.2*hitDown + 0.2*slow + 0.05*seed
 }
 
+// slowerSteps is how clearly the time per output token rose: 0 below
+// lo times its baseline, 1 at hi times and a clear z.
+func (r *reader) slowerSteps(lo, hi float64) float64 {
+	return ramp(r.rel(m.TPOT), lo, hi) * ramp(r.z(m.TPOT), 2, 4)
+}
+
+// moreArrivals is how clearly more requests arrive than at the baseline:
+// at the gateway, or without it, served throughput rising (a backlog from
+// load lifts throughput to its ceiling first).
+func (r *reader) moreArrivals() float64 {
+	if r.has(m.ArrivalRPS) {
+		return maxOf(ramp(r.rel(m.ArrivalRPS), 1.05, 1.25), r.up(m.ArrivalRPS))
+	}
+	return maxOf(ramp(r.rel(m.ThroughputRPS), 1.05, 1.25), r.up(m.ThroughputRPS))
+}
+
 // queueShare is the share of engine E2E a request spends waiting.
 func queueShare(v m.Values) (float64, bool) {
 	q, ok1 := v.Get(m.QueueTime)
@@ -167,10 +200,34 @@ func scoreQueueBacklog(r *reader) float64 {
 		idle = r.bothDown(m.SMUtil)
 	}
 	// In a real backlog the scheduler fills the batch to its limit; a
-	// queue growing while the batch shrinks means the engine admits fewer
-	// sequences than it could (a lowered max_num_seqs), not too much load.
-	shrunk := r.batchSmall()
-	return (0.35*queued + 0.15*share + 0.25*load + 0.15*busy + 0.1*held) * (1 - 0.5*idle) * (1 - 0.6*shrunk)
+	// queue growing while the batch shrinks, or while neither arrivals
+	// nor the step time grew, means the engine admits fewer sequences
+	// than it could (a lowered max_num_seqs), not too much load.
+	shrunk := maxOf(r.batchSmall(), r.admissionCapped())
+	// Capacity is batch / step time: a queue behind steps that got slower
+	// while no more requests arrive is capacity lost, and the cause that
+	// slowed the steps explains it.
+	lost := r.slowerSteps(1.15, 1.5) * (1 - r.moreArrivals())
+	return (0.35*queued + 0.15*share + 0.25*load + 0.15*busy + 0.1*held) * (1 - 0.5*idle) * (1 - 0.6*shrunk) * (1 - 0.6*lost)
+}
+
+// admissionCapped is how clearly a queue grew that neither more load nor
+// slower steps nor a full cache explain, while the GPU does no more work:
+// capacity = batch / step time, so with arrivals and the step time flat and
+// the cache roomy, a queue can only come from fewer sequences admitted.
+// Arrivals are read at the gateway, or, without it, as served throughput
+// rising (a backlog from load first lifts throughput to its ceiling).
+func (r *reader) admissionCapped() float64 {
+	queued := maxOf(r.up(m.QueueDepth), r.up(m.QueueTime))
+	if queued == 0 {
+		return 0
+	}
+	more := maxOf(ramp(r.rel(m.ArrivalRPS), 1.05, 1.25), ramp(r.rel(m.ThroughputRPS), 1.05, 1.25), r.up(m.ArrivalRPS), r.up(m.ThroughputRPS))
+	slower := maxOf(ramp(r.rel(m.TPOT), 1.1, 1.4), ramp(r.rel(m.MeanPromptTokens), 1.15, 1.5))
+	full, _ := r.kvPressure()
+	preempt := r.up(m.PreemptionRate)
+	gpuMore := maxOf(r.up(m.TensorActive), r.bothUp(m.SMUtil), r.up(m.Power))
+	return queued * (1 - more) * (1 - slower) * (1 - full) * (1 - preempt) * (1 - gpuMore)
 }
 
 // scoreUnderutilized: requests flow but the batch shrank and the SMs went
@@ -194,9 +251,10 @@ func scoreUnderutilized(r *reader) float64 {
 	base, _ := r.mean(m.SMUtil)
 	smDown := maxOf(r.bothDown(m.SMUtil), ramp(1-r.rel(m.SMUtil), 0.5, 0.9)*ramp(base, 0.05, 0.2))
 	small := r.batchSmall()
-	// Requests waiting while the batch shrank: the scheduler is capped
-	// below what the GPU could take.
-	capped := small * maxOf(r.up(m.QueueDepth), r.up(m.QueueTime))
+	// Requests waiting while the batch shrank, or while neither the load
+	// nor the step time grew: the scheduler is capped below what the GPU
+	// could take.
+	capped := maxOf(small*maxOf(r.up(m.QueueDepth), r.up(m.QueueTime)), r.admissionCapped())
 	if smDown == 0 && capped == 0 {
 		return 0
 	}
@@ -254,11 +312,15 @@ func scoreMemoryBandwidth(r *reader) float64 {
 	inferred := 0.0
 	if !r.has(m.DRAMActive) && r.has(m.SMUtil) {
 		// Without the profiling fields, a decode step that got slower on
-		// GPUs that stayed at least as busy points at memory, decode's
-		// bottleneck: host stalls would idle the SMs, and throttling
-		// (discounted below) would drop the SM clock. Weaker than a
-		// measured DRAM activity, so it never reaches full strength.
-		inferred = 0.6 * tpotUp * ramp(r.z(m.SMUtil), -1, 1)
+		// GPUs that stayed at least as busy, or that draw more power for
+		// each token they generate, points at memory, decode's
+		// bottleneck: host stalls would idle the GPU and cut its power,
+		// and throttling (discounted below) would drop the SM clock.
+		// Weaker than a measured DRAM activity, so it never reaches full
+		// strength.
+		r.profilingMissing = true
+		inferred = tpotUp * maxOf(0.6*ramp(r.z(m.SMUtil), -1, 1), 0.8*r.gpuWorkPerToken())
+		r.noteIf(inferred, m.Power, remarkPowerPerToken)
 	}
 	bw := maxOf(dram, clk, inferred)
 	if bw == 0 {
@@ -294,7 +356,7 @@ func scoreLongPrompt(r *reader) float64 {
 	r.noteIf(r.up(m.PrefillTime), m.PrefillTime, "")
 	r.noteIf(r.up(m.TTFT), m.TTFT, "")
 	r.noteIf(r.up(m.PromptTPS), m.PromptTPS, "")
-	return 0.55*pr + 0.3*prefill + 0.15*r.up(m.PromptTPS)
+	return (0.55*pr + 0.3*prefill + 0.15*r.up(m.PromptTPS)) * (1 - 0.6*r.gpuWorkFell())
 }
 
 // scorePrefixMiss: prefix hits fell while the KV cache is not pressed and
@@ -316,7 +378,16 @@ func scorePrefixMiss(r *reader) float64 {
 	r.noteIf(r.up(m.TTFT), m.TTFT, "")
 	r.noteIf(r.up(m.PromptTPS), m.PromptTPS, "")
 	r.note(m.KVCacheUsage, remarkKVRoom)
-	return 0.45*hd + 0.2*slow + 0.1*r.up(m.PromptTPS) + 0.25*calm
+	return (0.45*hd + 0.2*slow + 0.1*r.up(m.PromptTPS) + 0.25*calm) * (1 - 0.6*r.gpuWorkFell())
+}
+
+// gpuWorkFell is how clearly the GPU computes less than at the baseline:
+// tensor or SM activity or board power well below it. Causes that add
+// prefill (prompts that missed the prefix cache, longer prompts) add
+// compute and cannot produce it; a failing engine can. DRAM activity is
+// left out: compute-bound prefill lowers its share of the time.
+func (r *reader) gpuWorkFell() float64 {
+	return maxOf(r.down(m.TensorActive), r.bothDown(m.SMUtil), ramp(-r.z(m.Power), 2, 5))
 }
 
 // scoreThrottling: the SM clock fell below its baseline, with heat or a
@@ -394,6 +465,15 @@ func scoreEngineErrors(r *reader) float64 {
 	}
 	r.note(m.ErrorRate, remarkFailing)
 	r.noteIf(r.down(m.ThroughputRPS), m.ThroughputRPS, "")
+	// Requests time out of a queue only once waiting dominates their
+	// time; failures well past a healthy engine's rate while most of the
+	// request is still spent being served are the engine's own, not a
+	// symptom of whatever filled the queue.
+	if sh, ok := queueShare(r.in.Snapshot.Current); ok && e >= 0.03 {
+		if ramp(e, 0.03, 0.08)*(1-ramp(sh, 0.5, 0.9)) >= 0.5 {
+			r.beyondUpstream = true
+		}
+	}
 	return 0.8*err + 0.2*r.down(m.ThroughputRPS)
 }
 
@@ -413,9 +493,15 @@ func scoreHostOverhead(r *reader) float64 {
 		// A slower step at higher SM activity is GPU work, not host work.
 		return 0
 	}
-	busier := maxOf(r.up(m.DRAMActive), r.bothUp(m.SMUtil), r.up(m.Power))
+	// More GPU work for each generated token (power, or SM or DRAM
+	// activity, rising faster than the token rate) means the step got
+	// slower on the GPU: the host cannot make the GPU work harder.
+	busier := maxOf(r.up(m.DRAMActive), r.bothUp(m.SMUtil), r.up(m.Power), r.gpuWorkPerToken())
 	if busier >= 0.5 {
 		return 0
+	}
+	if !r.has(m.DRAMActive) {
+		r.profilingMissing = true
 	}
 	idle := maxOf(ramp(-r.z(m.SMUtil), 1, 4), ramp(-r.z(m.DRAMActive), 1, 4), 0.5*ramp(-r.z(m.Power), 1, 4))
 	dramKnown := 0.0
@@ -429,5 +515,15 @@ func scoreHostOverhead(r *reader) float64 {
 	r.noteIf(idle, m.SMUtil, "")
 	r.noteIf(idle, m.DRAMActive, "")
 	r.note(m.RunningSeqs, remarkBatchFine)
-	return (0.35*lat + 0.25*idle + 0.15*(1-busier) + 0.15*batchOK + 0.1*dramKnown) * clocksOK
+	// Time spent on the host opens gaps between kernels, so the duty
+	// cycle must fall; only a GPU already near 100% busy, where a gap
+	// hides in rounding, leaves the finding to stand by elimination.
+	// Without the profiling fields that is all there is to read.
+	gaps := idle
+	if sm, ok := r.val(m.SMUtil); ok && !r.has(m.DRAMActive) {
+		gaps = maxOf(idle, knee(sm, 0.95))
+	} else if dramKnown == 0 {
+		gaps = 1
+	}
+	return (0.35*lat + 0.25*idle + 0.15*(1-busier) + 0.15*batchOK + 0.1*dramKnown) * clocksOK * (0.55 + 0.45*gaps)
 }

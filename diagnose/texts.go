@@ -94,6 +94,7 @@ const (
 	remarkStarved       = "starved"
 	remarkBatchFine     = "batch_fine"
 	remarkCapped        = "capped"
+	remarkPowerPerToken = "power_per_token"
 )
 
 var remarks = map[string]string{
@@ -117,6 +118,7 @@ var remarks = map[string]string{
 	remarkStarved:       "The GPU is waiting on the host.",
 	remarkBatchFine:     "The batch is not small, so the GPU should be busy.",
 	remarkCapped:        "Requests wait while the batch shrank: the scheduler admits fewer sequences than the GPU could take.",
+	remarkPowerPerToken: "The boards draw more power for each generated token: the GPU works longer per step.",
 	"abs_errors":        "A healthy engine fails well under 1% of requests.",
 	"abs_kv":            "Past the ~90% knee every new sequence forces a preemption.",
 	"abs_queue":         "The queue is deeper than the running batch: the engine cannot admit the work.",
@@ -146,6 +148,9 @@ var absRemark = map[string]string{
 const (
 	noteNoBaseline    = "No usable history: the diagnosis rests on absolute limits only, so its confidence is lowered."
 	noteShortBaseline = "Only part of the metrics have a baseline (%.0f%%); the confidence is lowered accordingly."
+	// noteNoProfiling: the named cause lives on the GPU and the DCGM
+	// profiling fields were not collected.
+	noteNoProfiling = "The DCGM profiling fields (DCGM_FI_PROF_DRAM_ACTIVE, _SM_ACTIVE, _PIPE_TENSOR_ACTIVE) are not collected, as in dcgm-exporter's default counters: GPU activity is read from GPU_UTIL, the share of time any kernel runs, which stays near 100% whenever the engine is busy, so the cause is inferred from step time, batch size, token rate and power, and the confidence is lowered."
 )
 
 // noteOverturned explains a diagnosis that similar cases changed: the

@@ -305,7 +305,7 @@ func TestEvalCmd(t *testing.T) {
 		t.Fatal(err)
 	}
 	text = stdout.String()
-	for _, want := range []string{"rules alone", "rules + matching", "wrong labels fed back", "learning curve", "1-5", "11-13"} {
+	for _, want := range []string{"rules alone", "rules + matching", "plain 5-NN", "expected calibration error: rules alone", "wrong labels fed back", "learning curve", "1-5", "11-13"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("feedback report lacks %q:\n%s", want, text)
 		}

@@ -200,7 +200,10 @@ func evalFeedback(stdout io.Writer, cases []metrics.Case, skipped int, corpus st
 	fmt.Fprintf(bw, "\neach case diagnosed with a knowledge base of every earlier case, then its label fed back\n\n")
 	fmt.Fprintf(bw, "top-1 accuracy, rules alone          %.1f%%\n", 100*clean.Rules)
 	fmt.Fprintf(bw, "top-1 accuracy, rules + matching     %.1f%%\n", 100*clean.Match)
-	fmt.Fprintf(bw, "after %d labelled cases: rules %.1f%%, rules + matching %.1f%% (%.1f%% counting secondary labels)\n", clean.After, 100*clean.AfterRules, 100*clean.AfterMatch, 100*clean.AfterMatchAnyLabel)
+	fmt.Fprintf(bw, "top-1 accuracy, plain 5-NN baseline  %.1f%%\n", 100*clean.KNN)
+	fmt.Fprintf(bw, "after %d labelled cases: rules %.1f%%, rules + matching %.1f%% (%.1f%% counting secondary labels), plain 5-NN %.1f%% (matching %+.1f points)\n",
+		clean.After, 100*clean.AfterRules, 100*clean.AfterMatch, 100*clean.AfterMatchAnyLabel, 100*clean.AfterKNN, 100*(clean.AfterMatch-clean.AfterKNN))
+	fmt.Fprintf(bw, "expected calibration error: rules alone %.3f, rules + matching %.3f\n", clean.RulesReport.ECE, clean.MatchReport.ECE)
 	if mr := clean.MatchReport; mr.MultiFault > 0 {
 		fmt.Fprintf(bw, "rules + matching, counting secondary labels of the %d multi-fault cases  %.1f%%\n", mr.MultiFault, 100*mr.Top1AnyLabel)
 	}
@@ -214,13 +217,13 @@ func evalFeedback(stdout io.Writer, cases []metrics.Case, skipped int, corpus st
 	}
 	fmt.Fprintln(bw, "\nlearning curve (top-1 per block; the knowledge base holds every case before the block's first)")
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
-	header := "cases\tknowledge base\trules\trules+matching\t"
+	header := "cases\tknowledge base\trules\trules+matching\tplain 5-NN\t"
 	if noisy != nil {
 		header += "noisy labels\t"
 	}
 	fmt.Fprintln(tw, header)
 	for i, b := range clean.Blocks {
-		fmt.Fprintf(tw, "%d-%d\t%d\t%.1f%%\t%.1f%%\t", b.From+1, b.To, b.From, 100*b.Rules, 100*b.Match)
+		fmt.Fprintf(tw, "%d-%d\t%d\t%.1f%%\t%.1f%%\t%.1f%%\t", b.From+1, b.To, b.From, 100*b.Rules, 100*b.Match, 100*b.KNN)
 		if noisy != nil {
 			fmt.Fprintf(tw, "%.1f%%\t", 100*noisy.Blocks[i].Match)
 		}

@@ -32,7 +32,7 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 	scenarios := fs.Int("scenarios", 0, "write this many labelled cases as JSON Lines and exit")
 	out := fs.String("out", "-", "file for --scenarios (- = stdout)")
 	world := fs.String("world", "sim", "which generator writes --scenarios: sim (the simulated cluster) or second (the independent second world)")
-	dcgmFields := fs.String("dcgm-fields", string(sim.DCGMProfiling), `the simulated dcgm-exporter's counter file: "default" (default-counters.csv, no profiling fields) or "profiling" (with DCGM_FI_PROF_*)`)
+	dcgmFields := fs.String("dcgm-fields", string(sim.DCGMProfiling), `the simulated dcgm-exporter's counter file, for the served cluster and for --scenarios --world sim: "default" (default-counters.csv, no profiling fields; gpu_sm_util is GPU_UTIL) or "profiling" (with DCGM_FI_PROF_*)`)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: casebook simulate [flags]\n\nServes a simulated vLLM cluster, or writes a labelled corpus with --scenarios.\nEvery flag can also be set as CASEBOOK_<NAME>.\n\nflags:")
 		fs.PrintDefaults()
@@ -59,13 +59,16 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 	}
 	fields, err := sim.ParseDCGMFields(*dcgmFields)
 	if err != nil {
-		return fmt.Errorf("%w: simulate: --dcgm-fields: %v", errUsage, err)
+		return fmt.Errorf("%w: simulate: --%v", errUsage, err)
 	}
 	if *scenarios > 0 {
 		cases := func() ([]metrics.Case, error) {
-			return sim.Scenarios(sim.ScenarioOptions{N: *scenarios, Seed: *seed}), nil
+			return sim.Scenarios(sim.ScenarioOptions{N: *scenarios, Seed: *seed, DCGMFields: fields}), nil
 		}
 		if *world == "second" {
+			if fields != sim.DCGMProfiling {
+				return fmt.Errorf("%w: simulate: --dcgm-fields applies to --world sim only; the second world chooses its own field sets", errUsage)
+			}
 			cases = func() ([]metrics.Case, error) {
 				return secondworld.Generate(secondworld.Options{N: *scenarios, Seed: *seed})
 			}

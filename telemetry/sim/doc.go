@@ -139,6 +139,19 @@
 // per-request histogram, so E2E = TTFT + TPOT x (tokens-1) holds over a
 // minute's means.
 //
+// Unlike the live cluster, which always runs on H100s at DefaultConstants,
+// every corpus case draws its own deployment (drawDeployment): one of four
+// models on H100, H200, A100 80GB or L40S, the smallest tensor-parallel
+// degree whose KV pool holds a working set (sometimes twice that), the
+// share of peak bandwidth and compute the kernels reach, the host and
+// draft time per step, the TP all-reduce cost, the KV block size,
+// gpu_memory_utilization, max_num_seqs and max_num_batched_tokens, and a
+// weekday peak between 30% and 90% of the capacity these give. No
+// threshold read off one set of constants therefore fits the corpus.
+// ScenarioOptions.DCGMFields reads the GPUs with dcgm-exporter's default
+// counters (no profiling fields, gpu_sm_util is the GPU_UTIL duty cycle)
+// or the profiling ones.
+//
 // # Attribution
 //
 // Request sizes (context and generated token quantiles) and arrival

@@ -132,14 +132,17 @@ type instance struct {
 	waiting  float64 // requests waiting (instant gauge, whole)
 	kvUsage  float64
 	hitRate  float64
-	capacity float64               // requests per second at the batch limit
-	lpAvg    float64               // mean prompt tokens of the requests in flight
-	loAvg    float64               // mean generated tokens of the requests in flight
-	lamAvg   float64               // arrival rate the batch has caught up with
-	svc      float64               // last mean service time, seconds
-	kvNeed   float64               // unique KV tokens the running batch needs
-	ctxSeq   float64               // unique KV tokens of one running sequence
-	onset    map[string]onsetState // per fault id, the state it started from
+	capacity float64 // requests per second at the batch limit
+	lpAvg    float64 // mean prompt tokens of the requests in flight
+	loAvg    float64 // mean generated tokens of the requests in flight
+	lamAvg   float64 // arrival rate the batch has caught up with
+	svc      float64 // last mean service time, seconds
+	kvNeed   float64 // unique KV tokens the running batch needs
+	// consts are the deployment's physical constants; nil means
+	// DefaultConstants (the live cluster).
+	consts *Constants
+	ctxSeq float64               // unique KV tokens of one running sequence
+	onset  map[string]onsetState // per fault id, the state it started from
 
 	layouts  [3]*page     // series layout per page kind, rebuilt after a config change
 	histFams []histFamily // the engine page's histograms, rebuilt after a config change
@@ -179,10 +182,24 @@ func fanoAt(tr TraceStats, dt float64) float64 {
 	return math.Exp(math.Log(tr.Fano5s)*(1-f) + math.Log(tr.Fano60s)*f)
 }
 
+// constants are the instance's physical constants.
+func (in *instance) constants() Constants {
+	if in.consts != nil {
+		return *in.consts
+	}
+	return DefaultConstants()
+}
+
+// poolTokens is the instance's KV pool in tokens with its configuration.
+func (in *instance) poolTokens() float64 {
+	return kvPoolTokensOn(in.constants().GPU, in.model.spec, in.cfg, 0)
+}
+
 // step advances the instance by dt seconds with a mean arrival rate of
 // lambda requests per second under the physical parameters ph.
 func (in *instance) step(dt, lambda float64, ph physics) stepResult {
-	spec, gpu, cfg := in.model.spec, H100, in.cfg
+	hw := in.constants()
+	spec, gpu, cfg := in.model.spec, hw.GPU, in.cfg
 	tr := traceTables[spec.Trace]
 	g := float64(cfg.TensorParallelSize)
 
@@ -207,11 +224,11 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	for _, gs := range in.gpus {
 		clock = math.Min(clock, gs.clock)
 	}
-	bw := gpu.HBMBytesPerS * 0.8 * ph.bwFactor * (0.55 + 0.45*clock)
-	flops := gpu.PeakFLOPS * 0.6 * clock
+	bw := gpu.HBMBytesPerS * hw.BWEfficiency * ph.bwFactor * (0.55 + 0.45*clock)
+	flops := gpu.PeakFLOPS * hw.FLOPSEfficiency * clock
 	kvTok := spec.KVBytesPerToken()
 	wGPU := spec.WeightBytes() / g
-	kvTokens := kvPoolTokensLess(spec, cfg, ph.kvClaimBytes)
+	kvTokens := kvPoolTokensOn(gpu, spec, cfg, ph.kvClaimBytes)
 	kvTokens = math.Max(kvTokens, 64*float64(cfg.BlockSize))
 
 	// Prefix cache: shared prefixes stay resident unless the cache is full.
@@ -240,8 +257,8 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	}
 	perStep := 1 + accepted
 
-	hostS := (1.1+ph.hostMs)/1000 + 0.008e-3*float64(spec.Layers)*boolf(g > 1)
-	draftS := k * 0.3e-3
+	hostS := (hw.HostStepMs+ph.hostMs)/1000 + hw.SyncMsPerLayer/1000*float64(spec.Layers)*boolf(g > 1)
+	draftS := k * hw.DraftMsPerToken / 1000
 	stepGPU := func(b float64) float64 {
 		mem := (wGPU + b*ctxRead*kvTok/g) / bw
 		cmp := 2 * spec.Params * b * (k + 1) / (g * flops)

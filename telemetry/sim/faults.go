@@ -208,7 +208,7 @@ func (in *instance) onsetState(id string) onsetState {
 	if in.onset == nil {
 		in.onset = map[string]onsetState{}
 	}
-	st := onsetState{kvNeed: in.kvNeed, ctx: in.ctxSeq, pool: kvPoolTokens(in.model.spec, in.cfg), tp: in.cfg.TensorParallelSize}
+	st := onsetState{kvNeed: in.kvNeed, ctx: in.ctxSeq, pool: in.poolTokens(), tp: in.cfg.TensorParallelSize}
 	for _, g := range in.gpus {
 		st.powerW = append(st.powerW, g.powerW)
 	}
@@ -243,7 +243,7 @@ func applyFault(ph *physics, cause string, s float64, oneInstance, onHost bool, 
 		ph.ambientC += 20 * s
 		ph.powerCapW = make([]float64, len(at.powerW))
 		for i, w := range at.powerW {
-			ph.powerCapW[i] = math.Max(H100.IdlePowerW+40, w*(1-0.45*s))
+			ph.powerCapW[i] = math.Max(in.constants().GPU.IdlePowerW+40, w*(1-0.45*s))
 		}
 		if oneInstance {
 			ph.hotGPU = 0

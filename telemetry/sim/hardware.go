@@ -34,6 +34,66 @@ var H100 = GPUSpec{
 	Driver: "560.35.03",
 }
 
+// The other accelerators a corpus case may run on (datasheet figures; the
+// thermal constants are typical of their air-cooled boards).
+var (
+	// H200 is an NVIDIA H200 (SXM, 141 GB HBM3e).
+	H200 = GPUSpec{
+		Name: "NVIDIA H200", MemoryMiB: 143771, ReservedMiB: 592,
+		HBMBytesPerS: 4.8e12, PeakFLOPS: 989e12,
+		MaxSMClockMHz: 1980, MemClockMHz: 3201,
+		PowerLimitW: 700, IdlePowerW: 78,
+		SlowdownC: 87, AmbientC: 27, ThermalCPerW: 0.07, ThermalTauS: 60,
+		Driver: "560.35.03",
+	}
+	// A100 is an NVIDIA A100 80GB (SXM, HBM2e).
+	A100 = GPUSpec{
+		Name: "NVIDIA A100-SXM4-80GB", MemoryMiB: 81920, ReservedMiB: 512,
+		HBMBytesPerS: 2.04e12, PeakFLOPS: 312e12,
+		MaxSMClockMHz: 1410, MemClockMHz: 1593,
+		PowerLimitW: 400, IdlePowerW: 55,
+		SlowdownC: 86, AmbientC: 27, ThermalCPerW: 0.12, ThermalTauS: 50,
+		Driver: "550.90.07",
+	}
+	// L40S is an NVIDIA L40S (PCIe, 48 GB GDDR6).
+	L40S = GPUSpec{
+		Name: "NVIDIA L40S", MemoryMiB: 46068, ReservedMiB: 450,
+		HBMBytesPerS: 0.864e12, PeakFLOPS: 362e12,
+		MaxSMClockMHz: 2520, MemClockMHz: 9001,
+		PowerLimitW: 350, IdlePowerW: 35,
+		SlowdownC: 88, AmbientC: 28, ThermalCPerW: 0.15, ThermalTauS: 45,
+		Driver: "550.90.07",
+	}
+)
+
+// Constants are the physical constants of one deployment that the engine
+// physics reads besides the model and its configuration: the accelerator,
+// how much of its peak bandwidth and compute the kernels reach, and the
+// fixed CPU-side cost of an engine step. The live cluster uses
+// DefaultConstants; each corpus case draws its own (see Scenarios), so
+// that no threshold read off one set of them fits them all.
+type Constants struct {
+	GPU GPUSpec
+	// BWEfficiency is the share of peak HBM bandwidth decode kernels reach.
+	BWEfficiency float64
+	// FLOPSEfficiency is the share of peak tensor FLOP/s the matmuls reach.
+	FLOPSEfficiency float64
+	// HostStepMs is the CPU-side time of one engine step (scheduler,
+	// sampling, kernel launches), ms.
+	HostStepMs float64
+	// SyncMsPerLayer is the tensor-parallel all-reduce cost per layer and
+	// step, ms (only when TP > 1).
+	SyncMsPerLayer float64
+	// DraftMsPerToken is the draft model's time per speculative token, ms.
+	DraftMsPerToken float64
+}
+
+// DefaultConstants are the live cluster's constants: H100s at the
+// efficiencies the simulator has always used.
+func DefaultConstants() Constants {
+	return Constants{GPU: H100, BWEfficiency: 0.8, FLOPSEfficiency: 0.6, HostStepMs: 1.1, SyncMsPerLayer: 0.008, DraftMsPerToken: 0.3}
+}
+
 // ModelSpec describes a served model and its traffic.
 type ModelSpec struct {
 	Name      string  // served model name, the model_name label
@@ -146,14 +206,14 @@ const activationReserveBytes = 3.5 * (1 << 30)
 // block_size tokens, each token taking the model's KV bytes divided by the
 // tensor-parallel degree (the KV heads are split across the GPUs).
 func kvPoolTokens(m ModelSpec, cfg EngineConfig) float64 {
-	return kvPoolTokensLess(m, cfg, 0)
+	return kvPoolTokensOn(H100, m, cfg, 0)
 }
 
-// kvPoolTokensLess is kvPoolTokens when another process holds claim bytes
-// of each GPU inside the engine's share.
-func kvPoolTokensLess(m ModelSpec, cfg EngineConfig, claim float64) float64 {
+// kvPoolTokensOn is kvPoolTokens on gpu when another process holds claim
+// bytes of each GPU inside the engine's share.
+func kvPoolTokensOn(gpu GPUSpec, m ModelSpec, cfg EngineConfig, claim float64) float64 {
 	g := float64(max(1, cfg.TensorParallelSize))
-	perGPU := cfg.GPUMemoryUtilization*H100.MemoryMiB*(1<<20) - m.WeightBytes()/g - activationReserveBytes - claim
+	perGPU := cfg.GPUMemoryUtilization*gpu.MemoryMiB*(1<<20) - m.WeightBytes()/g - activationReserveBytes - claim
 	blockBytes := float64(max(1, cfg.BlockSize)) * m.KVBytesPerToken() / g
 	blocks := math.Floor(math.Max(0, perGPU) / blockBytes)
 	return blocks * float64(cfg.BlockSize)

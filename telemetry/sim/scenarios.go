@@ -15,6 +15,11 @@ import (
 type ScenarioOptions struct {
 	N    int   // number of cases
 	Seed int64 // the same seed gives the same corpus
+	// DCGMFields is the counter file the GPUs are read with: DCGMDefault
+	// leaves out the profiling fields in every case (gpu_sm_util is then
+	// DCGM_FI_DEV_GPU_UTIL, the kernel duty cycle); empty or DCGMProfiling
+	// reads them, except in about 12% of cases that lack them.
+	DCGMFields DCGMFields
 }
 
 // scenarioStep is the physics step of corpus runs: coarser than live
@@ -25,7 +30,10 @@ const scenarioStep = 15 * time.Second
 var scenarioWeek = time.Date(2026, 11, 2, 0, 0, 0, 0, time.UTC)
 
 // Scenarios builds a labelled corpus: every fault cause plus "none", on
-// varied models, scopes, severities (mild cases near the detection limit
+// varied models, accelerators and physical constants (each case draws its
+// own GPU type, tensor-parallel degree, bandwidth and compute efficiency,
+// per-step host and draft cost, KV block size, memory share, batch limits
+// and load against capacity; see drawDeployment), scopes, severities (mild cases near the detection limit
 // included), times of day and week, about 10% with a second concurrent
 // fault (the label is the one that started first and is the stronger;
 // Secondary names the other), and some cases without the DCGM profiling or the gateway fields.
@@ -44,7 +52,7 @@ func Scenarios(opts ScenarioOptions) []metrics.Case {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i] = scenario(opts.Seed, i)
+				out[i] = scenario(opts.Seed, i, opts.DCGMFields == DCGMDefault)
 			}
 		}()
 	}
@@ -75,7 +83,7 @@ type scenarioPlan struct {
 func planScenario(seed int64, i int) scenarioPlan {
 	rng := rand.New(rand.NewPCG(uint64(seed), uint64(i)*0x9e3779b97f4a7c15+1))
 	labels := append(metrics.FaultCauses(), metrics.CauseNone)
-	p := scenarioPlan{label: labels[i%len(labels)], model: rng.IntN(2)}
+	p := scenarioPlan{label: labels[i%len(labels)], model: rng.IntN(len(Models))}
 
 	// When: a weekday peak, a night trough, or anywhere in the week.
 	day := rng.IntN(7)
@@ -132,12 +140,78 @@ func masks(first, second string) bool {
 		pair == [2]string{metrics.CauseQueueBacklog, metrics.CauseGPUUnderutilized}
 }
 
-func scenario(seed int64, i int) metrics.Case {
+// deployment is the hardware and configuration one corpus case runs on.
+type deployment struct {
+	spec   ModelSpec
+	consts Constants
+	cfg    EngineConfig
+}
+
+// drawDeployment draws a case's accelerator, physical constants and engine
+// configuration, and sizes its traffic to the capacity they give. The
+// ranges span what real deployments show, so that rules cannot lean on
+// one GPU's bandwidth, one engine's step overhead or one cache size.
+func drawDeployment(seed int64, i int, spec ModelSpec) deployment {
+	rng := rand.New(rand.NewPCG(uint64(seed)^0x5bd1e995, uint64(i)*0xbf58476d1ce4e5b9+7))
+	uni := func(lo, hi float64) float64 { return lo + (hi-lo)*rng.Float64() }
+	gpus := []GPUSpec{H100, H200, A100, L40S}
+	hw := Constants{
+		GPU:             gpus[rng.IntN(len(gpus))],
+		BWEfficiency:    uni(0.6, 0.9),
+		FLOPSEfficiency: uni(0.35, 0.7),
+		HostStepMs:      uni(0.5, 3),
+		SyncMsPerLayer:  uni(0.004, 0.02),
+		DraftMsPerToken: uni(0.15, 0.6),
+	}
+	cfg := defaultConfig(spec, 1, 2)
+	cfg.BlockSize = []int{8, 16, 32}[rng.IntN(3)]
+	cfg.GPUMemoryUtilization = uni(0.82, 0.95)
+	cfg.MaxNumSeqs = []int{128, 256, 512}[rng.IntN(3)]
+	cfg.MaxNumBatchedTokens = []int{2048, 4096, 8192, 16384}[rng.IntN(4)]
+	// The smallest tensor-parallel degree whose KV pool holds a working
+	// set, sometimes one step larger, as operators size for latency.
+	for cfg.TensorParallelSize < 8 && kvPoolTokensOn(hw.GPU, spec, cfg, 0) < 60000 {
+		cfg.TensorParallelSize *= 2
+	}
+	if cfg.TensorParallelSize < 8 && rng.Float64() < 0.3 {
+		cfg.TensorParallelSize *= 2
+	}
+	// Traffic: the weekday peak lands anywhere from a third of the
+	// capacity these constants give to near saturation.
+	spec.PeakRPS = capacityOf(spec, hw, cfg) * uni(0.3, 0.9)
+	return deployment{spec: spec, consts: hw, cfg: cfg}
+}
+
+// capacityOf is the request rate one instance of spec serves at its batch
+// limit on hw with cfg, as the engine physics computes it with an empty
+// cache and no fault.
+func capacityOf(spec ModelSpec, hw Constants, cfg EngineConfig) float64 {
+	m := &model{spec: spec, cfg: cfg}
+	in := &instance{model: m, cfg: cfg, consts: &hw, rng: rand.New(rand.NewPCG(1, 2)),
+		hist: newHistograms(cfg.MaxModelLen), gpus: make([]gpuState, cfg.TensorParallelSize)}
+	for i := range in.gpus {
+		in.gpus[i] = gpuState{clock: 1, throttle: 1}
+	}
+	in.step(scenarioStep.Seconds(), 1, neutral())
+	return in.capacity
+}
+
+func scenario(seed int64, i int, noProfiling bool) metrics.Case {
 	p := planScenario(seed, i)
+	if noProfiling {
+		p.noProf = true
+	}
 	caseSeed := seed*7919 + int64(i)
 	c := &Cluster{seed: caseSeed, now: p.at.Add(-68 * time.Minute), step: scenarioStep}
-	c.addModel(modelSpec(p.model), 2, 2)
+	dep := drawDeployment(seed, i, modelSpec(p.model))
+	c.addModel(dep.spec, 2, dep.cfg.TensorParallelSize)
 	m := c.models[0]
+	m.cfg = dep.cfg
+	for _, in := range m.instances {
+		in.cfg = dep.cfg
+		in.consts = &dep.consts
+		in.setGPUs(c)
+	}
 	faultScope := metrics.Scope{Model: m.spec.Name}
 	if p.instance {
 		faultScope.Instance = m.instances[int(uint64(caseSeed)%2)].name
@@ -204,12 +278,13 @@ type capture struct {
 	waiting float64
 	kvUsage float64
 	gpus    []gpuState
+	gpu     GPUSpec
 }
 
 func captureOf(in *instance) capture {
 	c := capture{cnt: in.cnt, hist: in.hist.catalogClone(), running: in.running,
 		waiting: in.waiting, kvUsage: math.Round(in.kvUsage*1e6) / 1e6,
-		gpus: append([]gpuState(nil), in.gpus...)}
+		gpus: append([]gpuState(nil), in.gpus...), gpu: in.constants().GPU}
 	c.cnt.acceptedPos = nil
 	return c
 }
@@ -308,8 +383,8 @@ func catalogValues(prev, cur []capture, profiling bool) metrics.Values {
 			dram += round6(g.dram)
 			used += g.fbUsedMiB
 			free += g.fbFreeMiB
-			clock = math.Min(clock, math.Round(g.clock*H100.MaxSMClockMHz))
-			memClock = math.Min(memClock, H100.MemClockMHz)
+			clock = math.Min(clock, math.Round(g.clock*cur[i].gpu.MaxSMClockMHz))
+			memClock = math.Min(memClock, cur[i].gpu.MemClockMHz)
 			power = math.Max(power, round6(g.powerW))
 			temp = math.Max(temp, math.Round(g.tempC))
 		}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -88,7 +89,7 @@ func TestScenarioFaultShowsAgainstHistory(t *testing.T) {
 		if p.label != metrics.CauseTransportLatency || p.severity < 0.5 || p.second != "" || p.noGateway {
 			continue
 		}
-		c := scenario(11, i)
+		c := scenario(11, i, false)
 		hist := c.Series(metrics.GatewayE2E)
 		if gw := c.Current[metrics.GatewayE2E]; gw <= slices.Max(hist) {
 			t.Errorf("case %d: gateway E2E %g does not exceed its history max %g", i, gw, slices.Max(hist))
@@ -96,4 +97,52 @@ func TestScenarioFaultShowsAgainstHistory(t *testing.T) {
 		return
 	}
 	t.Fatal("no severe single transport case in the first 200")
+}
+
+func TestScenariosDefaultFieldsHaveNoProfiling(t *testing.T) {
+	n := 24
+	for i, c := range Scenarios(ScenarioOptions{N: n, Seed: 3, DCGMFields: DCGMDefault}) {
+		for _, id := range []string{metrics.TensorActive, metrics.DRAMActive} {
+			if _, ok := c.Current[id]; ok {
+				t.Errorf("case %d (%s): %s present with the default counters", i, c.Label, id)
+			}
+		}
+		sm, ok := c.Current[metrics.SMUtil]
+		if !ok {
+			t.Errorf("case %d (%s): no gpu_sm_util with the default counters", i, c.Label)
+			continue
+		}
+		// GPU_UTIL is a whole percent, averaged over at most 16 GPUs.
+		if math.Abs(sm*1600-math.Round(sm*1600)) > 1e-6 || sm < 0 || sm > 1 {
+			t.Errorf("case %d: gpu_sm_util %g is not a mean of whole percents", i, sm)
+		}
+	}
+}
+
+func TestDrawDeploymentVariesConstantsAndFits(t *testing.T) {
+	gpus := map[string]bool{}
+	blocks := map[int]bool{}
+	hostMs := map[float64]bool{}
+	for i := range 64 {
+		spec := modelSpec(i % len(Models))
+		d := drawDeployment(5, i, spec)
+		gpus[d.consts.GPU.Name] = true
+		blocks[d.cfg.BlockSize] = true
+		hostMs[d.consts.HostStepMs] = true
+		if err := d.cfg.Validate(); err != nil {
+			t.Errorf("case %d: invalid config: %v", i, err)
+		}
+		if pool := kvPoolTokensOn(d.consts.GPU, spec, d.cfg, 0); pool <= 0 {
+			t.Errorf("case %d: %s on %d x %s leaves no KV pool", i, spec.Name, d.cfg.TensorParallelSize, d.consts.GPU.Name)
+		}
+		if d.spec.PeakRPS <= 0 {
+			t.Errorf("case %d: peak rate %g", i, d.spec.PeakRPS)
+		}
+	}
+	if len(gpus) < 4 || len(blocks) < 3 || len(hostMs) < 32 {
+		t.Errorf("64 draws gave %d GPU types, %d block sizes, %d host costs; want them varied", len(gpus), len(blocks), len(hostMs))
+	}
+	if a, b := drawDeployment(5, 3, Models[0]), drawDeployment(5, 3, Models[0]); a != b {
+		t.Error("the same seed and case drew different deployments")
+	}
 }

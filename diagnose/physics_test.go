@@ -1,0 +1,109 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+
+	m "github.com/casebook/casebook/metrics"
+)
+
+// withoutProfiling drops the DCGM profiling fields from every point of s,
+// as dcgm-exporter's default counters leave them out.
+func withoutProfiling(s m.Snapshot) m.Snapshot {
+	drop := func(v m.Values) m.Values {
+		out := m.Values{}
+		for id, x := range v {
+			if id != m.TensorActive && id != m.DRAMActive {
+				out[id] = x
+			}
+		}
+		return out
+	}
+	s.Current = drop(s.Current)
+	for i := range s.History {
+		s.History[i].Values = drop(s.History[i].Values)
+	}
+	return s
+}
+
+// TestDefaultCountersTellHostFromBandwidth: without DRAM activity, slower
+// steps on a GPU that draws more power per token are bandwidth-bound decode,
+// and slower steps with gaps between kernels (duty cycle and power down) are
+// host overhead; either diagnosis says the profiling fields are missing and
+// is less confident than with them.
+func TestDefaultCountersTellHostFromBandwidth(t *testing.T) {
+	tests := []struct {
+		name  string
+		fault m.Values
+		want  string
+	}{
+		{"bandwidth", m.Values{m.TPOT: 27, m.DecodeTime: 3500, m.E2E: 3700, m.Power: 640, m.DRAMActive: 0.9}, m.CauseMemoryBandwidthBound},
+		{"host", m.Values{m.TPOT: 28, m.DecodeTime: 3640, m.E2E: 3850, m.SMUtil: 0.45, m.Power: 400, m.DRAMActive: 0.4}, m.CauseHostOverhead},
+	}
+	e := New(Options{})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := int64(1); seed <= 3; seed++ {
+				full := synth(seed, tc.fault)
+				fd := e.Diagnose(full)
+				d := e.Diagnose(withoutProfiling(synth(seed, tc.fault)))
+				if d.RootCause != tc.want || fd.RootCause != tc.want {
+					t.Fatalf("seed %d: diagnosed %s with the profiling fields and %s without, want %s (candidates %v)", seed, fd.RootCause, d.RootCause, tc.want, d.Candidates)
+				}
+				noted := false
+				for _, n := range d.Notes {
+					noted = noted || strings.Contains(n, "profiling fields")
+				}
+				if !noted {
+					t.Errorf("seed %d: notes %q do not say the profiling fields are missing", seed, d.Notes)
+				}
+				if d.Confidence >= fd.Confidence {
+					t.Errorf("seed %d: confidence %.3f without the profiling fields, %.3f with them; want lower", seed, d.Confidence, fd.Confidence)
+				}
+			}
+		})
+	}
+}
+
+// TestAdmissionCapIsUnderutilisation: a queue that grows while arrivals,
+// the step time and the cache stay put and the GPU computes less can only
+// come from fewer sequences admitted, even with the SM activity unchanged.
+func TestAdmissionCapIsUnderutilisation(t *testing.T) {
+	capped := m.Values{m.QueueDepth: 60, m.QueueTime: 4000, m.E2E: 6500, m.GatewayE2E: 6560, m.TTFT: 4200,
+		m.ThroughputRPS: 11, m.TensorActive: 0.3, m.Power: 430, m.GenerationTPS: 1400}
+	surge := m.Values{m.QueueDepth: 60, m.QueueTime: 4000, m.E2E: 6500, m.GatewayE2E: 6560, m.TTFT: 4200,
+		m.ArrivalRPS: 20, m.ThroughputRPS: 14, m.RunningSeqs: 45, m.SMUtil: 0.92, m.TensorActive: 0.6, m.Power: 640, m.TPOT: 22}
+	e := New(Options{})
+	for seed := int64(1); seed <= 3; seed++ {
+		if d := e.Diagnose(synth(seed, capped)); d.RootCause != m.CauseGPUUnderutilized {
+			t.Errorf("capped admission, seed %d: diagnosed %s, want %s (candidates %v)", seed, d.RootCause, m.CauseGPUUnderutilized, d.Candidates)
+		}
+		if d := e.Diagnose(synth(seed, surge)); d.RootCause != m.CauseQueueBacklog {
+			t.Errorf("surge, seed %d: diagnosed %s, want %s (candidates %v)", seed, d.RootCause, m.CauseQueueBacklog, d.Candidates)
+		}
+	}
+}
+
+// TestVolumeChangeWithoutImpactIsNone: traffic that halves or grows by half
+// while latency and errors hold is absorbed, not an incident; the same
+// change with requests failing is not.
+func TestVolumeChangeWithoutImpactIsNone(t *testing.T) {
+	tests := []struct {
+		name  string
+		fault m.Values
+		none  bool
+	}{
+		{"half the traffic", m.Values{m.ArrivalRPS: 6, m.ThroughputRPS: 6, m.PromptTPS: 6000, m.GenerationTPS: 780, m.RunningSeqs: 15, m.KVCacheUsage: 0.23}, true},
+		{"half again", m.Values{m.ArrivalRPS: 18, m.ThroughputRPS: 18, m.PromptTPS: 18000, m.GenerationTPS: 2340, m.RunningSeqs: 45, m.KVCacheUsage: 0.66}, true},
+		{"fewer served than arrive", m.Values{m.ArrivalRPS: 12, m.ThroughputRPS: 6, m.GenerationTPS: 780, m.RunningSeqs: 15}, false},
+	}
+	e := New(Options{})
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := e.Diagnose(synth(3, tc.fault))
+			if (d.RootCause == m.CauseNone) != tc.none {
+				t.Errorf("diagnosed %s (candidates %v), want none: %v", d.RootCause, d.Candidates, tc.none)
+			}
+		})
+	}
+}
