@@ -10,32 +10,10 @@ import (
 // This file holds every title and sentence the package shows, in one table
 // per kind, so that a translation can be added by swapping the tables.
 
-// causeTitles names each root cause.
-var causeTitles = map[string]string{
-	m.CauseKVCacheEviction:       "KV-cache eviction storm",
-	m.CauseQueueBacklog:          "Queue backlog: arrivals exceed capacity",
-	m.CauseGPUUnderutilized:      "GPU underutilised: batches too small",
-	m.CauseSpecDecodeDegradation: "Speculative decoding degraded",
-	m.CauseMemoryBandwidthBound:  "Memory-bandwidth bound decode",
-	m.CauseLongPromptPrefill:     "Long-prompt prefill surge",
-	m.CausePrefixCacheMiss:       "Prefix-cache misses",
-	m.CauseGPUThrottling:         "GPU throttling",
-	m.CauseTransportLatency:      "Transport latency outside the engine",
-	m.CauseEngineErrors:          "Engine errors",
-	m.CauseHostOverhead:          "Host (CPU-side) overhead",
-	m.CauseUnknown:               "Unknown anomaly",
-	m.CauseNone:                  "No anomaly",
-}
-
-func causeTitle(id string) string {
-	if t, ok := causeTitles[id]; ok {
-		return t
-	}
-	if c, ok := m.LookupCause(id); ok {
-		return c.Title
-	}
-	return id
-}
+// causeTitle names a root cause: the taxonomy's title (metrics.Causes is
+// the one table of cause names), or the id of a cause the taxonomy does
+// not know.
+func causeTitle(id string) string { return m.CauseTitle(id) }
 
 // metricNames are the short English names of catalog metrics used in
 // evidence sentences.
