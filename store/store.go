@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"runtime"
 	"slices"
 	"sort"
@@ -78,6 +79,27 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	return s, nil
 }
 
+// OpenReadOnly opens an existing archive at path for reading only: it
+// creates nothing, applies no migration and refuses every write. Commands
+// that only list use it. A missing file is an error wrapping
+// fs.ErrNotExist.
+func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?mode=ro&_query_only=on&_busy_timeout=5000&_foreign_keys=on"
+	r, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s := &Store{w: r, r: r, dsn: dsn, path: path}
+	if err := s.Ping(ctx); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	return s, nil
+}
+
 // Close finishes the incidents being opened, then closes both connection
 // pools.
 func (s *Store) Close() error {
@@ -85,7 +107,7 @@ func (s *Store) Close() error {
 		s.opens.close()
 	}
 	var errs []error
-	if s.r != nil {
+	if s.r != nil && s.r != s.w {
 		errs = append(errs, s.r.Close())
 	}
 	errs = append(errs, s.w.Close())
