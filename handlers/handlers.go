@@ -74,6 +74,16 @@ type Deps struct {
 	Logger    *slog.Logger
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// Stores are the console's stores (the archive, the embedded TSDB);
+	// while one cannot write, every page says why and /readyz is 503.
+	Stores []Store
+}
+
+// Store is a store whose writes can fail for a while (a damaged archive,
+// a full disk). *store.Store and *telemetry.Telemetry implement it.
+type Store interface {
+	// WriteError says why the store cannot write now; nil when it can.
+	WriteError() error
 }
 
 // Handlers groups the resource handlers.
@@ -118,10 +128,15 @@ func (h *Handlers) Layout(title, nav string) views.LayoutView {
 
 func (d *Deps) layout(title, nav string) views.LayoutView {
 	l := views.LayoutView{Title: title, Nav: nav, Assets: d.Assets, ShowFaults: d.Faults != nil}
+	now := d.Now()
+	for _, st := range d.Stores {
+		if err := st.WriteError(); err != nil {
+			l.Banners = append(l.Banners, views.Banner{Status: views.StatusCritical, Text: "Writes are refused: " + err.Error(), Now: now})
+		}
+	}
 	if d.Telemetry == nil {
 		return l
 	}
-	now := d.Now()
 	for _, s := range d.Telemetry.Status() {
 		if s.OK {
 			continue

@@ -46,6 +46,10 @@ func (s *Store) Damaged() error {
 	return fmt.Errorf("%w: %s is damaged (%s). %s.", ErrDamaged, s.path, *r, hint)
 }
 
+// WriteError returns Damaged(): the archive cannot be written while its
+// file is damaged.
+func (s *Store) WriteError() error { return s.Damaged() }
+
 // markDamaged records the first reason the archive is damaged.
 func (s *Store) markDamaged(reason string) {
 	if len(reason) > 300 {

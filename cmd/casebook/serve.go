@@ -270,7 +270,11 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	defer tel.Close()
+	defer func() {
+		if err := tel.Close(); err != nil {
+			log.Error("telemetry: close", "err", err)
+		}
+	}()
 	log.Info("telemetry ready", "mode", mode(cfg, demo), "took", time.Since(began).Round(time.Millisecond))
 
 	reg := prometheus.NewRegistry()
@@ -315,6 +319,7 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 		IncidentOpener: inc,
 		Logger:         log,
 		Registry:       reg,
+		Stores:         []handlers.Store{st, tel},
 		Auth: web.AuthOptions{
 			Mode: web.AuthMode(cfg.Auth),
 			Accounts: handlers.NewAccounts(handlers.AccountDeps{
