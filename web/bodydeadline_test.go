@@ -57,7 +57,7 @@ func TestBodyDeadline(t *testing.T) {
 	})}))
 	defer srv.Close()
 
-	send := func(path string, body string, every time.Duration) string {
+	send := func(path string, body string, every time.Duration, extra ...string) string {
 		t.Helper()
 		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
 		if err != nil {
@@ -65,8 +65,8 @@ func TestBodyDeadline(t *testing.T) {
 		}
 		defer conn.Close()
 		const csrf = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nCookie: %s=%s\r\nX-CSRF-Token: %s\r\nContent-Length: %d\r\n\r\n",
-			path, handlers.CSRFCookie, csrf, csrf, len(body))
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nCookie: %s=%s\r\nX-CSRF-Token: %s\r\n%sContent-Length: %d\r\n\r\n",
+			path, handlers.CSRFCookie, csrf, csrf, strings.Join(extra, ""), len(body))
 		for i := 0; i < len(body); i++ {
 			if every == 0 {
 				conn.Write([]byte(body))
@@ -92,16 +92,19 @@ func TestBodyDeadline(t *testing.T) {
 		}
 	}
 
-	status := send("/webhook", strings.Repeat("x", 20), 100*time.Millisecond)
-	r := wait(status)
-	if !errors.Is(r.err, ErrBodyTooSlow) || r.n >= 20 {
-		t.Errorf("slow body on a form route: read %d bytes, error %v; want it cut short with ErrBodyTooSlow", r.n, r.err)
-	}
-	if status != "" && !strings.Contains(status, "408") {
-		t.Errorf("slow body on a form route answered %q, want 408 or a closed connection", status)
+	// Also with a compressed response, whose writer wraps the connection's.
+	for _, extra := range []string{"", "Accept-Encoding: gzip\r\n"} {
+		status := send("/webhook", strings.Repeat("x", 20), 100*time.Millisecond, extra)
+		r := wait(status)
+		if !errors.Is(r.err, ErrBodyTooSlow) || r.n >= 20 {
+			t.Errorf("slow body on a form route (%q): read %d bytes, error %v; want it cut short with ErrBodyTooSlow", extra, r.n, r.err)
+		}
+		if status != "" && !strings.Contains(status, "408") {
+			t.Errorf("slow body on a form route (%q) answered %q, want 408 or a closed connection", extra, status)
+		}
 	}
 
-	status = send("/incidents/1/traces", strings.Repeat("x", 20), 100*time.Millisecond)
+	status := send("/incidents/1/traces", strings.Repeat("x", 20), 100*time.Millisecond)
 	if r := wait(status); r.err != nil || r.n != 20 || r.ctxErr != nil || !strings.Contains(status, "200") {
 		t.Errorf("slow body on the upload route: %q, read %d bytes, error %v, context %v; want all of it", status, r.n, r.err, r.ctxErr)
 	}
