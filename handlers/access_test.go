@@ -334,10 +334,11 @@ func TestLogin(t *testing.T) {
 	if r := f.do(t, http.MethodGet, "/incidents", nil, map[string]string{"Cookie": handlers.SessionCookie + "=" + sess.Value}); r.status != 401 {
 		t.Errorf("after sign-out: %d", r.status)
 	}
-	// Five attempts in a row, then the limiter answers 429 even for the
-	// right password.
+	// Five failures in a row, then the limiter answers 429 even for the
+	// right password. (Ten tries: one attempt comes back every 20 s, and
+	// under the race detector each bcrypt check takes seconds.)
 	limited := false
-	for range 6 {
+	for range 10 {
 		if r := login("wrong-password"); r.status == http.StatusTooManyRequests {
 			limited = strings.Contains(r.body, "Too many sign-in attempts") && r.header.Get("Retry-After") != ""
 			break

@@ -83,6 +83,16 @@ type Deps struct {
 	Logger  *slog.Logger
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
+	// Stores are the console's stores (the archive, the embedded TSDB);
+	// while one cannot write, every page says why and /readyz is 503.
+	Stores []Store
+}
+
+// Store is a store whose writes can fail for a while (a damaged archive,
+// a full disk). *store.Store and *telemetry.Telemetry implement it.
+type Store interface {
+	// WriteError says why the store cannot write now; nil when it can.
+	WriteError() error
 }
 
 // Handlers groups the resource handlers.
@@ -111,7 +121,7 @@ func New(d Deps) *Handlers {
 		d.Diagnoses = noCounter{}
 	}
 	if d.Layout == nil {
-		d.Layout = NewLayout(d.Telemetry, d.Assets, d.Faults != nil, d.Now)
+		d.Layout = NewLayout(d.Telemetry, d.Stores, d.Assets, d.Faults != nil, d.Now)
 	}
 	dp := &d
 	return &Handlers{
@@ -132,32 +142,39 @@ func (h *Handlers) Layout(title, nav string) views.LayoutView {
 
 func (d *Deps) layout(title, nav string) views.LayoutView { return d.Layout.Page(title, nav) }
 
-// Layout frames every page: navigation, assets, and a banner for each
-// failing metric source. Build it first: every handler renders through it.
+// Layout frames every page: navigation, assets, a banner for each store
+// that cannot write and for each failing metric source. Build it first:
+// every handler renders through it.
 type Layout struct {
 	status     interface{ Status() []metrics.SourceStatus }
+	stores     []Store
 	assets     views.Assets
 	showFaults bool
 	now        func() time.Time
 }
 
 // NewLayout returns the page frame over the metric sources' status (nil:
-// no banners); showFaults offers the demo fault panel; now nil means
-// time.Now.
-func NewLayout(status interface{ Status() []metrics.SourceStatus }, assets views.Assets, showFaults bool, now func() time.Time) *Layout {
+// no banners) and the stores; showFaults offers the demo fault panel; now
+// nil means time.Now.
+func NewLayout(status interface{ Status() []metrics.SourceStatus }, stores []Store, assets views.Assets, showFaults bool, now func() time.Time) *Layout {
 	if now == nil {
 		now = time.Now
 	}
-	return &Layout{status: status, assets: assets, showFaults: showFaults, now: now}
+	return &Layout{status: status, stores: stores, assets: assets, showFaults: showFaults, now: now}
 }
 
 // Page returns the layout view model of one page.
 func (lo *Layout) Page(title, nav string) views.LayoutView {
 	l := views.LayoutView{Title: title, Nav: nav, Assets: lo.assets, ShowFaults: lo.showFaults}
+	now := lo.now()
+	for _, st := range lo.stores {
+		if err := st.WriteError(); err != nil {
+			l.Banners = append(l.Banners, views.Banner{Status: views.StatusCritical, Text: "Writes are refused: " + err.Error(), Now: now})
+		}
+	}
 	if lo.status == nil {
 		return l
 	}
-	now := lo.now()
 	for _, s := range lo.status.Status() {
 		if s.OK {
 			continue

@@ -15,9 +15,19 @@ func (h *Health) Live(c echo.Context) error {
 	return c.String(http.StatusOK, "ok\n")
 }
 
-// Ready answers 200 when at least one metric source answers, and 503 with
-// the failing sources otherwise; a 200 still lists the failing ones.
+// Ready answers 200 when at least one metric source answers and every
+// store can write, and 503 saying what is wrong otherwise; a 200 still
+// lists the failing sources.
 func (h *Health) Ready(c echo.Context) error {
+	var refused []string
+	for _, st := range h.d.Stores {
+		if err := st.WriteError(); err != nil {
+			refused = append(refused, err.Error())
+		}
+	}
+	if len(refused) > 0 {
+		return c.String(http.StatusServiceUnavailable, "not ready: writes are refused\n"+strings.Join(refused, "\n")+"\n")
+	}
 	st := h.d.Telemetry.Status()
 	if len(st) == 0 {
 		return c.String(http.StatusServiceUnavailable, "not ready: no metric source is configured\n")

@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/mattn/go-sqlite3"
@@ -35,6 +37,9 @@ type Store struct {
 	opens *opener // group commit of OpenIncident
 	dsn   string  // base DSN, for short-lived extra connections
 	path  string  // the database file
+
+	damage    damage      // why the file is damaged; see Damaged
+	rechecked atomic.Bool // quick_check ran after a corruption error
 }
 
 // Open opens (creating if needed) the archive at path, applies every pending
@@ -51,29 +56,56 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	base := "file:" + (&url.URL{Path: path}).EscapedPath() +
 		"?_foreign_keys=on&_journal_mode=WAL&_busy_timeout=5000&_synchronous=FULL"
-	w, err := sql.Open("sqlite3", base+"&_txlock=immediate")
-	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	s := &Store{dsn: base, path: path}
+	s.w = s.openWatched(base + "&_txlock=immediate")
+	s.w.SetMaxOpenConns(1)
+	s.w.SetConnMaxIdleTime(0)
+	// A damaged file is opened read-only: the console serves what it can
+	// read and says how to restore, instead of writing into the damage.
+	if _, err := os.Stat(path); err == nil {
+		if err := s.quickCheck(ctx); err != nil {
+			s.w.Close()
+			return nil, err
+		}
 	}
-	w.SetMaxOpenConns(1)
-	w.SetConnMaxIdleTime(0)
-	s := &Store{w: w, dsn: base, path: path}
-	if err := s.migrate(ctx); err != nil {
-		w.Close()
-		return nil, err
+	damaged := s.Damaged() != nil
+	if !damaged {
+		if err := s.migrate(ctx); err != nil {
+			s.w.Close()
+			return nil, err
+		}
 	}
-	r, err := sql.Open("sqlite3", base+"&_query_only=on")
-	if err != nil {
-		w.Close()
-		return nil, fmt.Errorf("store: open %s for reading: %w", path, err)
-	}
+	r := s.openWatched(base + "&_query_only=on")
 	r.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
 	r.SetMaxIdleConns(max(4, runtime.GOMAXPROCS(0)))
 	s.r = r
 	s.opens = newOpener(s)
-	if err := s.seedCauses(ctx); err != nil {
-		s.Close()
-		return nil, err
+	if !damaged {
+		if err := s.seedCauses(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// OpenReadOnly opens an existing archive at path for reading only: it
+// creates nothing, applies no migration and refuses every write. Commands
+// that only list use it. A missing file is an error wrapping
+// fs.ErrNotExist.
+func OpenReadOnly(ctx context.Context, path string) (*Store, error) {
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?mode=ro&_query_only=on&_busy_timeout=5000&_foreign_keys=on"
+	r, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s := &Store{w: r, r: r, dsn: dsn, path: path}
+	if err := s.Ping(ctx); err != nil {
+		r.Close()
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	return s, nil
 }
@@ -85,7 +117,7 @@ func (s *Store) Close() error {
 		s.opens.close()
 	}
 	var errs []error
-	if s.r != nil {
+	if s.r != nil && s.r != s.w {
 		errs = append(errs, s.r.Close())
 	}
 	errs = append(errs, s.w.Close())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/prometheus/prometheus/storage"
@@ -26,6 +27,35 @@ const DefaultDiskReserve = 256 << 20
 type diskGuard struct {
 	path    string
 	reserve uint64
+	// failed holds the last commit error, cleared by the next commit that
+	// succeeds: while it is set the store cannot write, and the console
+	// is not ready.
+	failed atomic.Pointer[error]
+}
+
+// writeError returns the last commit error, or nil after a success.
+func (g *diskGuard) writeError() error {
+	if g == nil {
+		return nil
+	}
+	if e := g.failed.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// note records the outcome of a commit.
+func (g *diskGuard) note(err error) {
+	if g == nil {
+		return
+	}
+	if err == nil {
+		if g.failed.Load() != nil {
+			g.failed.Store(nil)
+		}
+		return
+	}
+	g.failed.Store(&err)
 }
 
 // check reports ErrDiskFull, with the numbers, when the file system
@@ -67,7 +97,10 @@ type guardedAppender struct {
 func (a guardedAppender) Commit() error {
 	if err := a.guard.check(); err != nil {
 		_ = a.Appender.Rollback()
+		a.guard.note(err)
 		return err
 	}
-	return a.Appender.Commit()
+	err := a.Appender.Commit()
+	a.guard.note(err)
+	return err
 }

@@ -268,6 +268,22 @@ func (t *Telemetry) Querier() Querier { return t.querier }
 // Status reports every metric source's health, sorted by name.
 func (t *Telemetry) Status() []metrics.SourceStatus { return t.status.list() }
 
+// WriteError returns why the embedded store cannot write (its disk is
+// below the reserve, or the last commit failed), or nil when it can or
+// in remote mode. It clears with the next commit that succeeds.
+func (t *Telemetry) WriteError() error {
+	if t.tiers == nil {
+		return nil
+	}
+	if err := t.tiers.guard.check(); err != nil {
+		return err
+	}
+	if err := t.tiers.guard.writeError(); err != nil {
+		return fmt.Errorf("telemetry: the embedded store cannot write: %w", err)
+	}
+	return nil
+}
+
 // Close stops scraping and collection and closes the embedded TSDB.
 func (t *Telemetry) Close() error {
 	t.closeOnce.Do(func() {

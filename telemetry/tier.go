@@ -207,7 +207,15 @@ func (ts *tierSet) appendable(level int) storage.Appendable {
 	return guardedAppendable{Appendable: ts.tiers[level].db, guard: ts.guard}
 }
 
+// close closes the tiers. On a full disk it leaves them unflushed
+// instead: closing writes the head's chunks to disk, and the TSDB panics
+// when that write fails (ENOSPC in its chunk writer), so the process would
+// die with a stack trace. What the write-ahead log holds is replayed at the
+// next start; the caller gets an error saying what was skipped.
 func (ts *tierSet) close() error {
+	if err := ts.guard.check(); err != nil {
+		return fmt.Errorf("telemetry: tiers left unflushed, the write-ahead log replays at the next start: %w", err)
+	}
 	var errs []error
 	for _, t := range ts.tiers {
 		if t == nil || t.db == nil {

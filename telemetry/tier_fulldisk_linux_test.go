@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -115,5 +116,55 @@ func fill(t *testing.T, path string) {
 			}
 			return
 		}
+	}
+}
+
+// TestTierFullDiskClose fills the disk under tiers holding two hours of
+// raw samples (head chunks waiting to be written to disk): the store
+// reports it cannot write, and closing does not panic in the TSDB's chunk
+// writer (it did: Head.Close writes the chunks and panics on ENOSPC) but
+// returns an error saying the tiers were left unflushed. Once space is
+// freed the tiers close, and reopen with the samples written before.
+func TestTierFullDiskClose(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mounts a tmpfs")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64m"); err != nil {
+		t.Skipf("cannot mount a tmpfs to fill (%v): this test needs CAP_SYS_ADMIN", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
+
+	const end = 2 * 3600
+	now := tierBase.Add(end * time.Second)
+	reserve := TierOptions{DiskReserve: 4 << 20}
+	ts := openTestTiers(t, dir, reserve, &now)
+	var src rawSource
+	src.appendRange(t, ts.appendable(0), 0, end)
+	if err := ts.guard.writeError(); err != nil {
+		t.Fatalf("write error before the disk filled: %v", err)
+	}
+	filler := filepath.Join(dir, "filler")
+	fill(t, filler)
+	if err := src.tryAppendRange(ts.appendable(0), end, end+60); !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("append on a full disk: %v, want ErrDiskFull", err)
+	}
+	if err := ts.guard.writeError(); !errors.Is(err, ErrDiskFull) {
+		t.Errorf("write error on a full disk: %v, want ErrDiskFull", err)
+	}
+	err := ts.close()
+	if !errors.Is(err, ErrDiskFull) || !strings.Contains(err.Error(), "unflushed") {
+		t.Errorf("close on a full disk: %v, want ErrDiskFull saying the tiers were left unflushed", err)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.close(); err != nil {
+		t.Fatalf("close once space is freed: %v", err)
+	}
+	got := openTestTiers(t, dir, reserve, &now)
+	defer got.close()
+	if n := len(dumpTier(t, got.raw())[counterLabels.String()]); n == 0 {
+		t.Error("no counter samples after reopening")
 	}
 }

@@ -90,6 +90,7 @@ func useMiddleware(e *echo.Echo, opts Options, om *observability, authn *authent
 		Level:   5,
 		Skipper: func(c echo.Context) bool { return c.Path() == "/metrics" },
 	}))
+	e.Use(bodyDeadline(formPace, uploadPace))
 	// Kernel-trace uploads stream to disk under their own, larger limit
 	// and may take longer than a page to receive and parse.
 	ownLimit := func(c echo.Context) bool {

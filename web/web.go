@@ -55,6 +55,9 @@ type Options struct {
 	// Auth configures authentication; the zero value lets everyone in as
 	// an admin (the loopback default).
 	Auth AuthOptions
+	// Stores whose write failures make the console not ready and put a
+	// banner on every page (handlers.Deps.Stores).
+	Stores []handlers.Store
 }
 
 // ipExtractor names the client: the direct peer, or the address a trusted
@@ -113,6 +116,7 @@ func New(opts Options) *Server {
 		Assets:     Assets(),
 		Logger:     opts.Logger,
 		Now:        opts.Now,
+		Stores:     opts.Stores,
 	})
 	e := echo.New()
 	e.HideBanner = true

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,9 +36,22 @@ func parseWithArgs(fs *flag.FlagSet, args []string, env func(string) string, std
 }
 
 // openArchive opens the data directory's archive for a command-line change,
-// recorded in the audit log as the operating-system user.
-func openArchive(ctx context.Context, data string) (*store.Store, context.Context, error) {
-	st, err := store.Open(ctx, filepath.Join(data, "casebook.db"))
+// recorded in the audit log as the operating-system user. A read-only
+// command (a list) opens it read-only and creates nothing; every command
+// names --data when the directory or the archive is missing.
+func openArchive(ctx context.Context, data string, readOnly bool) (*store.Store, context.Context, error) {
+	if st, err := os.Stat(data); err != nil || !st.IsDir() {
+		return nil, ctx, fmt.Errorf("%w: data directory %s does not exist (set it with --data or %s)", errUsage, data, envName("data"))
+	}
+	path := filepath.Join(data, "casebook.db")
+	open := store.Open
+	if readOnly {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, ctx, fmt.Errorf("%w: no archive in %s: %s does not exist (is --data or %s the console's data directory?)", errUsage, data, path, envName("data"))
+		}
+		open = store.OpenReadOnly
+	}
+	st, err := open(ctx, path)
 	if err != nil {
 		return nil, ctx, err
 	}
@@ -48,9 +62,26 @@ func openArchive(ctx context.Context, data string) (*store.Store, context.Contex
 	return st, store.WithActor(ctx, store.Actor{Name: "cli:" + who}), nil
 }
 
+// isHelp reports whether arg asks for a command's usage.
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "help":
+		return true
+	}
+	return false
+}
+
+// subUsage prints a command's subcommands and the flags they share.
+func subUsage(w io.Writer, fs *flag.FlagSet, synopsis string) {
+	fmt.Fprintf(w, "usage: casebook %s\n\nflags:\n", synopsis)
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+}
+
 func userCmd(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
+	const synopsis = "user add NAME --role ROLE | user set NAME [--role ROLE] | user list | user delete NAME"
 	if len(args) == 0 {
-		return fmt.Errorf("%w: user add NAME --role ROLE | user list | user delete NAME", errUsage)
+		return fmt.Errorf("%w: %s", errUsage, synopsis)
 	}
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("user "+sub, flag.ContinueOnError)
@@ -58,11 +89,15 @@ func userCmd(ctx context.Context, args []string, env func(string) string, stdout
 	role := fs.String("role", "viewer", "viewer, reviewer or admin")
 	pwFile := fs.String("password-file", "", "read the password from this file (default: stdin); - for stdin")
 	noPassword := fs.Bool("no-password", false, "no password: the account signs in through the authenticating proxy only, which then takes its role from here")
+	if isHelp(sub) {
+		subUsage(stdout, fs, synopsis)
+		return nil
+	}
 	pos, err := parseWithArgs(fs, args, env, stderr)
 	if err != nil {
 		return err
 	}
-	st, ctx, err := openArchive(ctx, *data)
+	st, ctx, err := openArchive(ctx, *data, sub == "list")
 	if err != nil {
 		return err
 	}
@@ -152,18 +187,23 @@ func readPassword(file string) (string, error) {
 }
 
 func tokenCmd(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
+	const synopsis = "token add NAME --scope webhook|read|write | token list | token revoke ID"
 	if len(args) == 0 {
-		return fmt.Errorf("%w: token add NAME --scope webhook|read|write | token list | token revoke ID", errUsage)
+		return fmt.Errorf("%w: %s", errUsage, synopsis)
 	}
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("token "+sub, flag.ContinueOnError)
 	data := fs.String("data", "./data", "data directory")
 	scope := fs.String("scope", "read", "webhook (Alertmanager), read or write")
+	if isHelp(sub) {
+		subUsage(stdout, fs, synopsis)
+		return nil
+	}
 	pos, err := parseWithArgs(fs, args, env, stderr)
 	if err != nil {
 		return err
 	}
-	st, ctx, err := openArchive(ctx, *data)
+	st, ctx, err := openArchive(ctx, *data, sub == "list")
 	if err != nil {
 		return err
 	}

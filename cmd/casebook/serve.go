@@ -277,7 +277,11 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	defer tel.Close()
+	defer func() {
+		if err := tel.Close(); err != nil {
+			log.Error("telemetry: close", "err", err)
+		}
+	}()
 	log.Info("telemetry ready", "mode", mode(cfg, cluster != nil), "took", time.Since(began).Round(time.Millisecond))
 
 	con, err := buildConsole(ctx, cfg, st, tel, cluster, log)
@@ -321,7 +325,7 @@ func buildConsole(ctx context.Context, cfg serveConfig, st *store.Store, tel *te
 		log.Info("knowledge base loaded", "cases", n)
 	}
 
-	layout := handlers.NewLayout(tel, web.Assets(), cluster != nil, nil)
+	layout := handlers.NewLayout(tel, []handlers.Store{st, tel}, web.Assets(), cluster != nil, nil)
 	changes, err := newChanges(ctx, cfg, st, tel, layout.Page, log)
 	if err != nil {
 		return console{}, err
@@ -347,6 +351,7 @@ func buildConsole(ctx context.Context, cfg serveConfig, st *store.Store, tel *te
 	opts := web.Options{
 		Telemetry: tel, Diagnoser: svc.Diagnoser(), Incidents: inc, IncidentOpener: svc,
 		Layout: layout, Storage: tel, Logger: log, Registry: reg,
+		Stores: []handlers.Store{st, tel},
 		Auth: web.AuthOptions{
 			Mode: web.AuthMode(cfg.Auth),
 			Accounts: handlers.NewAccounts(handlers.AccountDeps{
