@@ -52,7 +52,7 @@ func TestBodyDeadline(t *testing.T) {
 	}
 	tel := handlerstest.NewTelemetry(handlerstest.Options{Span: time.Hour})
 	srv := httptest.NewServer(New(Options{Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{}, Incidents: routes(func(g *echo.Group) {
-		g.POST("/webhook", read).Name = handlers.RouteAPIAlertmanager
+		g.POST("/webhook", read).Name = handlers.RouteIncidentNote // a form route; the real webhook also wants its token
 		g.POST("/incidents/:id/traces", read).Name = handlers.RouteIncidentTraceCreate
 	})}))
 	defer srv.Close()
