@@ -72,7 +72,11 @@ func TestDetectCmd(t *testing.T) {
 		{"a step in the good direction does not alert", []string{"--csv", good, "--metric", "throughput_rps"}, noEnv, nil, ""},
 		{"bad row", []string{"--csv", bad}, noEnv, nil, "line 3"},
 		{"bad --for", []string{"--csv", good, "--for", "0s"}, noEnv, nil, "--for must be"},
+		{"with --false-per-day, a step as rare as this one still alerts and shows its daily rate",
+			[]string{"--csv", good, "--metric", "tpot_ms", "--false-per-day", "0.1"}, noEnv,
+			[]string{stepAt.Format(time.RFC3339) + " firing", " p="}, ""},
 		{"bad --single-z", []string{"--csv", good, "--single-z", "-2"}, noEnv, nil, "--single-z must be"},
+		{"bad --false-per-day", []string{"--csv", good, "--false-per-day", "-1"}, noEnv, nil, "--false-per-day must be"},
 		{"unknown metric", []string{"--csv", good, "--metric", "nope"}, noEnv, nil, "not a catalog id"},
 		{"missing file", []string{"--csv", filepath.Join(dir, "none.csv")}, noEnv, nil, "no such file"},
 	}
@@ -150,7 +154,7 @@ func TestDetectTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-	if lines[0] != "timestamp,value,forecast,lower,upper,z" {
+	if lines[0] != "timestamp,value,forecast,lower,upper,z,p" {
 		t.Fatalf("header = %q", lines[0])
 	}
 	// Warm-up points are not judged; most of the series is.
