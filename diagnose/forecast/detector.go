@@ -198,7 +198,8 @@ type Alert struct {
 	Z float64
 	// P is how many runs as deep as the alerting one the series made a
 	// day (see DetectorOptions.FalsePerDay): the chance of one in a day
-	// of normal operation, for rates well below 1; 0 when not judged.
+	// of normal operation, for rates well below 1; 0 when not judged
+	// (FalsePerDay off).
 	P       float64
 	Message string
 }
@@ -355,7 +356,8 @@ type Band struct {
 	Value, Forecast float64
 	Lower, Upper, Z float64
 	// P is the daily rate of runs as deep as the one this point belongs
-	// to (Alert.P), NaN when the point is in no run or was not judged.
+	// to (Alert.P), NaN when the point is in no run, was not judged or
+	// FalsePerDay is off.
 	P float64
 }
 
@@ -510,7 +512,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 			st.runZ = append(st.runZ, v-f)
 		}
 		st.runP = math.NaN()
-		if bad {
+		if bad && d.opts.FalsePerDay > 0 {
 			st.runP = d.runRate(st, hw)
 			st.band.P = st.runP
 		}
