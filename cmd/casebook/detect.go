@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,9 +29,10 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	forDur := fs.Duration("for", 3*time.Minute, "how long a run beyond the band must last to raise an alert, in points at the series' sampling interval and never fewer than two, unless one point spans it and is --single-z out; --consecutive overrides it")
 	singleZ := fs.Float64("single-z", 0, "with --for, when one sample spans --for (5-minute or hourly data), it alerts alone this many standard errors out (default 5.85: as improbable as three points at the band's edge; -1: never alone)")
 	maxBytes := fs.Int64("max-bytes", forecast.MaxCSVBytes, "largest accepted input in bytes")
-	trace := fs.String("trace", "", "also write every judged point to this CSV file (timestamp,value,forecast,lower,upper,z), to see why a point did or did not alert")
+	trace := fs.String("trace", "", "also write every judged point to this CSV file (timestamp,value,forecast,lower,upper,z,p; p, the daily rate of runs as deep in the record, with --false-per-day), to see why a point did or did not alert")
 	windowsFile := fs.String("windows", "", "labelled anomaly windows, a CSV of start,end with a header or a NAB-style JSON label file (its entry for the --csv file): also print how many the alerts detected, the median delay and the alerts outside every window")
 	warmup := fs.Float64("warmup", 0.15, "with --windows: share of the rows at the start, the detector's warm-up, whose alerts are not scored (0-0.9)")
+	falsePerDay := fs.Float64("false-per-day", 0, "false-alert budget per series and day: a run alerts only when the series made runs as deep at most this often a day in its own record (episodes counted once, a Pareto tail beyond the deepest); the alert line and the trace show the rate as p (default 0: off)")
 	events := fs.Bool("events", false, "also print when an alert ends and when a level shift is absorbed")
 	if err := parseFlags(fs, args, env, stderr); err != nil {
 		return err
@@ -53,7 +56,10 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 			return err
 		}
 	}
-	opts := forecast.DetectorOptions{Consecutive: *consecutive}
+	if *falsePerDay < 0 || *falsePerDay > 1e6 {
+		return fmt.Errorf("%w: --false-per-day must be 0 (off) to 1e6, got %g", errUsage, *falsePerDay)
+	}
+	opts := forecast.DetectorOptions{Consecutive: *consecutive, FalsePerDay: *falsePerDay}
 	if *consecutive == 0 {
 		opts.For, opts.SingleZ = *forDur, *singleZ
 	}
@@ -87,7 +93,7 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 		}
 		defer traceFile.Close() // on early returns; closed and checked below
 		traceOut = bufio.NewWriter(traceFile)
-		fmt.Fprintln(traceOut, "timestamp,value,forecast,lower,upper,z")
+		fmt.Fprintln(traceOut, "timestamp,value,forecast,lower,upper,z,p")
 	}
 	det := forecast.NewDetector(opts)
 	fired := 0
@@ -101,7 +107,11 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 		a, ok := det.Observe(id, s.T, s.V)
 		if traceOut != nil {
 			if b, judged := det.LastBand(id); judged && b.At.Equal(s.T.UTC().Truncate(time.Second)) {
-				fmt.Fprintf(traceOut, "%s,%g,%g,%g,%g,%.3f\n", b.At.Format(time.RFC3339), b.Value, b.Forecast, b.Lower, b.Upper, b.Z)
+				p := ""
+				if !math.IsNaN(b.P) {
+					p = strconv.FormatFloat(b.P, 'g', 3, 64)
+				}
+				fmt.Fprintf(traceOut, "%s,%g,%g,%g,%g,%.3f,%s\n", b.At.Format(time.RFC3339), b.Value, b.Forecast, b.Lower, b.Upper, b.Z, p)
 			}
 		}
 		if !ok {
@@ -115,6 +125,9 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 		}
 		line := fmt.Sprintf("%s %-8s value=%.6g forecast=%.6g band=%.6g..%.6g since=%s",
 			a.At.Format(time.RFC3339), a.State, a.Value, a.Forecast, a.Lower, a.Upper, a.Start.Format(time.RFC3339))
+		if a.State == forecast.Firing && a.P > 0 {
+			line += fmt.Sprintf(" p=%.2g", a.P)
+		}
 		if a.Message != "" {
 			line += " (" + a.Message + ")"
 		}
@@ -129,8 +142,8 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 		}
 	}
 	st := det.Stats(id)
-	fmt.Fprintf(stderr, "detect: %d rows, %d alerts, sampling interval %s, skipped %d NaN and %d duplicate or out-of-order rows, %d level shifts, %d routine excursions not alerted\n",
-		len(samples), fired, det.Interval(id), st.NaN, st.OutOfOrder, st.Shifts, st.Routine)
+	fmt.Fprintf(stderr, "detect: %d rows, %d alerts, sampling interval %s, skipped %d NaN and %d duplicate or out-of-order rows, %d level shifts, %d routine excursions and %d probable runs not alerted\n",
+		len(samples), fired, det.Interval(id), st.NaN, st.OutOfOrder, st.Shifts, st.Routine, st.Probable)
 	if m := det.Model(id); m != nil {
 		fmt.Fprintf(stderr, "detect: last model: %s\n", m)
 	}

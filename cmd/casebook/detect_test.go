@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -72,7 +73,11 @@ func TestDetectCmd(t *testing.T) {
 		{"a step in the good direction does not alert", []string{"--csv", good, "--metric", "throughput_rps"}, noEnv, nil, ""},
 		{"bad row", []string{"--csv", bad}, noEnv, nil, "line 3"},
 		{"bad --for", []string{"--csv", good, "--for", "0s"}, noEnv, nil, "--for must be"},
+		{"with --false-per-day, a step as rare as this one still alerts and shows its daily rate",
+			[]string{"--csv", good, "--metric", "tpot_ms", "--false-per-day", "0.1"}, noEnv,
+			[]string{stepAt.Format(time.RFC3339) + " firing", " p="}, ""},
 		{"bad --single-z", []string{"--csv", good, "--single-z", "-2"}, noEnv, nil, "--single-z must be"},
+		{"bad --false-per-day", []string{"--csv", good, "--false-per-day", "-1"}, noEnv, nil, "--false-per-day must be"},
 		{"unknown metric", []string{"--csv", good, "--metric", "nope"}, noEnv, nil, "not a catalog id"},
 		{"missing file", []string{"--csv", filepath.Join(dir, "none.csv")}, noEnv, nil, "no such file"},
 	}
@@ -150,7 +155,7 @@ func TestDetectTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-	if lines[0] != "timestamp,value,forecast,lower,upper,z" {
+	if lines[0] != "timestamp,value,forecast,lower,upper,z,p" {
 		t.Fatalf("header = %q", lines[0])
 	}
 	// Warm-up points are not judged; most of the series is.
@@ -254,5 +259,55 @@ func writeFiveMinuteCSV(t *testing.T, path string, start time.Time, n int, value
 	}
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestDetectorScoreScript(t *testing.T) {
+	// scripts/detector-score with a stand-in casebook that prints fixed
+	// alert lines: 21 rows a minute apart, so the warm-up ends at row
+	// int(0.15*20) = 3 (00:03); windows 00:00-00:02 (ends in the warm-up,
+	// not scored), 00:05-00:07 and 00:15-00:16. Alerts at 00:01 (warm-up),
+	// 00:06 (true), 00:07 (true, same window), 00:10 (false): precision
+	// 2/3, window recall 1/2, 3 events over 17 minutes of scored data.
+	python, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not installed")
+	}
+	dir := t.TempDir()
+	var rows strings.Builder
+	rows.WriteString("timestamp,value\n")
+	for i := range 21 {
+		fmt.Fprintf(&rows, "2026-01-05 00:%02d:00,%d\n", i, i)
+	}
+	files := map[string]string{
+		"data/sub/s.csv": rows.String(),
+		"labels/combined_windows.json": `{"sub/s.csv": [["2026-01-05 00:00:00.000000", "2026-01-05 00:02:00.000000"],
+			["2026-01-05 00:05:00.000000", "2026-01-05 00:07:00.000000"],
+			["2026-01-05 00:15:00.000000", "2026-01-05 00:16:00.000000"]]}`,
+		"casebook": "#!/bin/sh\n" +
+			"echo '2026-01-05T00:01:00Z firing   value=1 forecast=0 band=0..0 since=2026-01-05T00:01:00Z'\n" +
+			"echo '2026-01-05T00:06:00Z firing   value=1 forecast=0 band=0..0 since=2026-01-05T00:06:00Z'\n" +
+			"echo '2026-01-05T00:06:30Z resolved value=1 forecast=0 band=0..0 since=2026-01-05T00:06:00Z'\n" +
+			"echo '2026-01-05T00:07:00Z firing   value=1 forecast=0 band=0..0 since=2026-01-05T00:07:00Z'\n" +
+			"echo '2026-01-05T00:10:00Z firing   value=1 forecast=0 band=0..0 since=2026-01-05T00:10:00Z p=0.01'\n",
+	}
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, err := exec.Command(python, "../../scripts/detector-score", "--casebook", filepath.Join(dir, "casebook"), dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("detector-score: %v\n%s", err, out)
+	}
+	want := []string{"scored windows 2, events 3, true 2", "precision 0.67  window recall 0.50  events per series-day 254.12"}
+	for _, w := range want {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("detector-score output lacks %q:\n%s", w, out)
+		}
 	}
 }

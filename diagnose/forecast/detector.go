@@ -87,6 +87,16 @@ type DetectorOptions struct {
 	// last seven days the series was observed, and on two at least, such
 	// as a nightly job the daily seasonality is too smooth to follow.
 	RoutinePerDay float64
+	// FalsePerDay is the budget of false alerts per series and day: a
+	// run alerts only when the series made runs as deep at most this
+	// often a day in its own record (see tail.go: episodes of as many
+	// points at least as far out, counted once each, with a Pareto tail
+	// beyond the deepest; the normal model's rate before the record has
+	// enough). Routine bursts of an intermittent or heavy-tailed series
+	// are frequent in its record however far out the band puts them.
+	// Zero or negative (the default) turns the rule off: on the public
+	// labelled sets it trades recall for precision (README).
+	FalsePerDay float64
 	// Model configures the fits. Its AbsFloor, when zero, comes from the
 	// metric's unit.
 	Model Options
@@ -185,14 +195,19 @@ type Alert struct {
 	Direction metrics.Direction
 	// Z is the value's distance from the forecast in robust standard
 	// errors (signed).
-	Z       float64
+	Z float64
+	// P is how many runs as deep as the alerting one the series made a
+	// day (see DetectorOptions.FalsePerDay): the chance of one in a day
+	// of normal operation, for rates well below 1; 0 when not judged
+	// (FalsePerDay off).
+	P       float64
 	Message string
 }
 
 // String renders the alert on one line.
 func (a Alert) String() string {
-	s := fmt.Sprintf("%s %s %s value=%.6g forecast=%.6g band=%.6g..%.6g z=%+.1f",
-		a.At.UTC().Format(time.RFC3339), a.State, a.Metric, a.Value, a.Forecast, a.Lower, a.Upper, a.Z)
+	s := fmt.Sprintf("%s %s %s value=%.6g forecast=%.6g band=%.6g..%.6g z=%+.1f p=%.2g",
+		a.At.UTC().Format(time.RFC3339), a.State, a.Metric, a.Value, a.Forecast, a.Lower, a.Upper, a.Z, a.P)
 	if a.Message != "" {
 		s += " (" + a.Message + ")"
 	}
@@ -208,6 +223,7 @@ type Stats struct {
 	Refits     int
 	Shifts     int
 	Routine    int // excursions not alerted because the series makes them routinely
+	Probable   int // runs not alerted because the series' record makes them probable
 }
 
 // Detector raises alerts when a series leaves its seasonal forecast band in
@@ -257,14 +273,19 @@ type seriesState struct {
 	// Recent excursions (runs of at least Consecutive points out of the
 	// band in a bad direction, alerted or not), for the routine rule.
 	excursions []excursion
-	runPeak    float64 // the current run's largest distance from the forecast
-	routine    bool    // the current run was found routine
+	runPeak    float64   // the current run's largest distance from the forecast
+	routine    bool      // the current run was found routine
+	runZ       []float64 // the current run's errors, in the series' units
+	runP       float64   // the current run's daily rate, NaN when not judged
+	probable   bool      // the current run was found probable
 
 	// Local correction and calibration, fed while no alert is open.
 	local    ring // recent points
 	localErr []float64
 	offset   float64
-	calib    ring // standardised one-step-ahead errors
+	calib    ring  // standardised one-step-ahead errors
+	record   ring  // errors in the series' units of every judged point, alerts included
+	pending  []obs // points not yet old enough for the record
 	inflate  float64
 }
 
@@ -334,6 +355,10 @@ type Band struct {
 	At              time.Time
 	Value, Forecast float64
 	Lower, Upper, Z float64
+	// P is the daily rate of runs as deep as the one this point belongs
+	// to (Alert.P), NaN when the point is in no run, was not judged or
+	// FalsePerDay is off.
+	P float64
 }
 
 // LastBand returns how the metric's latest point was judged; false when no
@@ -413,6 +438,8 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	f, hw := st.model.band(sec, st.offset, st.inflate)
 	lo, hi := f-hw, f+hw
 	defer d.learn(st, sec, v, f, hw)
+	// After this point is judged: its own run must not explain it.
+	defer st.remember(obs{sec, v, v - f})
 	side := 0
 	switch {
 	case v > hi:
@@ -425,10 +452,14 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	if se > 0 {
 		z = (v - f) / se
 	}
-	st.band = Band{At: at, Value: v, Forecast: f, Lower: lo, Upper: hi, Z: z}
+	st.band = Band{At: at, Value: v, Forecast: f, Lower: lo, Upper: hi, Z: z, P: math.NaN()}
 	mk := func(state State, start int64, dir metrics.Direction, msg string) Alert {
+		p := 0.0
+		if state == Firing && !math.IsNaN(st.runP) {
+			p = st.runP
+		}
 		return Alert{Scope: d.opts.Scope, Metric: metric, State: state, Start: time.Unix(start, 0).UTC(),
-			At: at, Value: v, Forecast: f, Lower: lo, Upper: hi, Direction: dir, Z: z, Message: msg}
+			At: at, Value: v, Forecast: f, Lower: lo, Upper: hi, Direction: dir, Z: z, P: p, Message: msg}
 	}
 
 	// Persistent departures on one side are level shifts, in either
@@ -468,7 +499,8 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 			st.badRun = 0
 		case st.badRun == 0:
 			st.badRun, st.badStart, st.alertDir, st.zFirst, st.swung = 1, sec, dirOf(side), z, false
-			st.runPeak, st.routine = depth, false
+			st.runPeak, st.routine, st.probable = depth, false, false
+			st.runZ = append(st.runZ[:0], v-f)
 		default:
 			// Only a Both metric can be bad on either side; a run
 			// that swings across the band is still out of it.
@@ -477,8 +509,14 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 			}
 			st.badRun++
 			st.runPeak = math.Max(st.runPeak, depth)
+			st.runZ = append(st.runZ, v-f)
 		}
-		if d.qualifies(st) && d.notEcho(st, z) && !d.isRoutine(st, sec, hw) {
+		st.runP = math.NaN()
+		if bad && d.opts.FalsePerDay > 0 {
+			st.runP = d.runRate(st, hw)
+			st.band.P = st.runP
+		}
+		if d.qualifies(st) && d.notEcho(st, z) && !d.isRoutine(st, sec, hw) && d.improbable(st) {
 			st.firing, st.inRun = true, 0
 			return mk(Firing, st.badStart, st.alertDir, ""), true
 		}
@@ -657,7 +695,7 @@ func (d *Detector) absorbShift(st *seriesState, sec int64, v float64) string {
 			}
 		}
 		st.hist, st.head, st.shifts = kept, 0, nil
-		st.local, st.calib, st.offset, st.inflate = ring{}, ring{}, 0, 1
+		st.local, st.calib, st.record, st.pending, st.offset, st.inflate = ring{}, ring{}, ring{}, nil, 0, 1
 		st.excursions = nil // depths in the old unit
 		msg = fmt.Sprintf("scale change since %s: level %.6g -> %.6g (unit change?); forecast restarted from the new data",
 			start.Format(time.RFC3339), oldLevel, newLevel)

@@ -74,6 +74,18 @@
 // terms), does not alert, and a deeper one does; Stats.Routine counts
 // them.
 //
+// With FalsePerDay set (off by default), a run also has to be rare in
+// the series' own record: the depth of a run of k points is its
+// shallowest point's distance from the forecast, and the record (every
+// judged point's error, alerts included, once a day old; at most 4,032
+// points) gives how many episodes a day went as deep, each episode (a
+// stretch of k-point windows beyond the band) counted once, with a
+// generalised Pareto tail beyond the deepest and the normal model's rate
+// before the record covers a day. The run alerts only when that rate is at
+// most FalsePerDay; Alert.P and the trace carry it. A zero-inflated or
+// bursty series, whose normal bursts are many standard errors out, then
+// alerts on a burst far beyond its own bursts and not on the routine ones.
+//
 // Each series keeps History (14 days, at most MaxPoints = 40,320 points) of
 // past data. Models are refitted every hour (Refit), and while the history
 // is young each time it doubles; a seasonal model leaves the points observed during

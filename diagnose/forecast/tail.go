@@ -1,0 +1,244 @@
+package forecast
+
+import (
+	"math"
+	"sort"
+
+	"github.com/casebook/casebook/metrics"
+)
+
+// How often a series itself goes as far as a run.
+//
+// The band's z assumes normal noise, which intermittent and bursty series
+// (errors, queue depth, disk writes) do not have: most samples are equal
+// and the bursts are many standard errors out. So the detector also asks
+// how often the series went as far before. The depth of a run of k points
+// is its shallowest point, m: its distance from the forecast on the run's
+// side, in the series' own units (the standard error of a series that is
+// zero most of the time swings by orders of magnitude from one fit to the
+// next; its bursts do not). In the record of past one-step-ahead errors,
+// every k-point window has such a depth; the windows beyond the band's
+// current half-width form episodes, runs of such windows, each counted
+// once at its deepest, so a day-long outage is one episode and not three
+// hundred windows (runs declustering, as in peaks-over-threshold
+// extreme-value analysis). The run's rate is how many episodes per day of
+// record went at least m deep: counted when at least minEpisodes did, else
+// from a generalised Pareto tail fitted to the excesses of the deeper half
+// of the episodes over the shallower half's deepest (moment estimates),
+// once there are 2*minTailEpisodes, else from the normal model the band
+// assumes. A run alerts when its rate is within the false-alert budget,
+// DetectorOptions.FalsePerDay: a routine burst that recurs every other day
+// has a rate of about 0.5 a day, and a burst far beyond the series' own
+// bursts a small one.
+//
+// The record holds every judged point's error, alerts included, once it is
+// recordDelay old: a burst the series makes every other day is its normal,
+// whether or not the first few alerted, but the hours of an anomaly that
+// builds up slowly do not make the rest of it look routine.
+
+const (
+	minEpisodes     = 3
+	minTailEpisodes = 5
+	// minRecordDays is how much record the rate needs before it is
+	// trusted; with less, the normal model decides.
+	minRecordDays = 1.0
+)
+
+// runDepths returns the depth of every k-point window of the errors e (in
+// time order) on side s (+1 up, -1 down, 0 either): the smallest of
+// s*e[i], or of |e[i]| for s = 0, over the window.
+func runDepths(e []float64, k, s int) []float64 {
+	if k < 1 || len(e) < k {
+		return nil
+	}
+	at := func(i int) float64 {
+		switch s {
+		case 1:
+			return e[i]
+		case -1:
+			return -e[i]
+		}
+		return math.Abs(e[i])
+	}
+	out := make([]float64, 0, len(e)-k+1)
+	for i := 0; i+k <= len(e); i++ {
+		m := at(i)
+		for j := i + 1; j < i+k; j++ {
+			m = math.Min(m, at(j))
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// episodePeaks returns the deepest window of each episode: each maximal
+// run of consecutive window depths beyond u.
+func episodePeaks(depths []float64, u float64) []float64 {
+	var peaks []float64
+	in := false
+	for _, d := range depths {
+		switch {
+		case d > u && in:
+			peaks[len(peaks)-1] = math.Max(peaks[len(peaks)-1], d)
+		case d > u:
+			peaks, in = append(peaks, d), true
+		default:
+			in = false
+		}
+	}
+	return peaks
+}
+
+// episodeRate is how many episodes a day, in days of record, went at least
+// m deep, given the episodes' peaks beyond the band: counted with at least
+// minEpisodes, else from a generalised Pareto tail of the peaks' excesses
+// over their median (peaks over threshold: the median keeps half the
+// peaks for the fit and puts the threshold among them, so bursts of one
+// size give a short tail and bursts of every size a long one). ok is
+// false when neither has enough episodes.
+func episodeRate(peaks []float64, m, days float64) (rate float64, ok bool) {
+	if days <= 0 {
+		return 0, false
+	}
+	ge := 0
+	for _, p := range peaks {
+		if p >= m {
+			ge++
+		}
+	}
+	if ge >= minEpisodes {
+		return float64(ge) / days, true
+	}
+	if len(peaks) < 2*minTailEpisodes {
+		return 0, false
+	}
+	s := append([]float64(nil), peaks...)
+	sort.Float64s(s)
+	top := s[len(s)/2:]
+	u := s[len(s)/2-1]
+	var mean, sq float64
+	for _, p := range top {
+		mean += p - u
+		sq += (p - u) * (p - u)
+	}
+	nu := len(top)
+	base := float64(nu) / days
+	if m <= u {
+		return base, true
+	}
+	mean /= float64(nu)
+	if mean <= 0 {
+		return 0, true // no episode ever went beyond u
+	}
+	vari := sq/float64(nu) - mean*mean
+	// Method-of-moments shape, clipped to [0, 0.5]: an exponential tail
+	// at 0, heavy tails up to finite variance.
+	xi := 0.0
+	if vari > 0 {
+		xi = math.Min(math.Max(0.5*(1-mean*mean/vari), 0), 0.5)
+	}
+	sigma := mean * (1 - xi)
+	x := m - u
+	if xi == 0 {
+		return base * math.Exp(-x/sigma), true
+	}
+	return base * math.Pow(1+xi*x/sigma, -1/xi), true
+}
+
+// normalRunProb is the probability of k independent standard normal
+// points all at least m out on one side (both sides when either is 1).
+func normalRunProb(m float64, k int, either bool) float64 {
+	p := 0.5 * math.Erfc(m/math.Sqrt2)
+	if either {
+		p *= 2
+	}
+	return math.Pow(math.Min(p, 1), float64(k))
+}
+
+// maxRunPoints caps the points of a run its probability is judged on, and
+// recordPoints the record of past errors it is judged against (two weeks
+// at 5-minute data, 56 days at hourly data, 2.8 days at 1-minute data).
+const (
+	maxRunPoints = 60
+	recordPoints = 4032
+	recordDelay  = 86400 // seconds
+)
+
+// remember queues a judged point's error for the record, and moves those
+// older than recordDelay into it.
+func (st *seriesState) remember(p obs) {
+	st.pending = append(st.pending, p)
+	i := 0
+	for i < len(st.pending) && st.pending[i].t <= p.t-recordDelay {
+		st.record.add(st.pending[i], recordPoints)
+		i++
+	}
+	if i > 0 {
+		st.pending = append(st.pending[:0], st.pending[i:]...)
+	}
+}
+
+// errors returns the ring's errors in time order.
+func (r *ring) errors() []float64 {
+	out := make([]float64, 0, len(r.pts))
+	for i := range r.pts {
+		out = append(out, r.pts[(r.next+i)%len(r.pts)].e)
+	}
+	return out
+}
+
+// runRate is how many runs as deep as the current one over its last
+// points (at most maxRunPoints) the series made a day in its record, or,
+// before the record has enough episodes, the rate the normal model gives
+// runs of that depth at the series' sampling interval.
+func (d *Detector) runRate(st *seriesState, hw float64) float64 {
+	k := min(len(st.runZ), maxRunPoints)
+	if k == 0 || st.interval <= 0 {
+		return math.NaN()
+	}
+	side := 1
+	if st.alertDir == metrics.Down {
+		side = -1
+	}
+	if st.swung {
+		side = 0
+	}
+	m := math.Inf(1)
+	for _, z := range st.runZ[len(st.runZ)-k:] {
+		switch side {
+		case 1:
+			m = math.Min(m, z)
+		case -1:
+			m = math.Min(m, -z)
+		default:
+			m = math.Min(m, math.Abs(z))
+		}
+	}
+	perDay := 86400 / float64(st.interval)
+	e := st.record.errors()
+	if days := float64(len(e)) / perDay; days >= minRecordDays {
+		if r, ok := episodeRate(episodePeaks(runDepths(e, k, side), hw), m, days); ok {
+			return r
+		}
+	}
+	if hw <= 0 {
+		return 0
+	}
+	return normalRunProb(m*d.opts.Model.withDefaults().Z/hw, k, side == 0) * perDay
+}
+
+// improbable reports whether the current run's rate is within the
+// false-alert budget, FalsePerDay. It counts each probable run once.
+func (d *Detector) improbable(st *seriesState) bool {
+	if d.opts.FalsePerDay <= 0 || math.IsNaN(st.runP) {
+		return true
+	}
+	if st.runP <= d.opts.FalsePerDay {
+		return true
+	}
+	if !st.probable {
+		st.stats.Probable++
+		st.probable = true
+	}
+	return false
+}
