@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"strconv"
 	"strings"
 	"time"
 )
@@ -158,28 +159,14 @@ func FormatDuration(d time.Duration) string {
 	}
 	switch {
 	case d%time.Hour == 0:
-		return itoa(int64(d/time.Hour)) + "h"
+		return strconv.FormatInt(int64(d/time.Hour), 10) + "h"
 	case d%time.Minute == 0:
-		return itoa(int64(d/time.Minute)) + "m"
+		return strconv.FormatInt(int64(d/time.Minute), 10) + "m"
 	case d%time.Second == 0:
-		return itoa(int64(d/time.Second)) + "s"
+		return strconv.FormatInt(int64(d/time.Second), 10) + "s"
 	default:
-		return itoa(int64(d/time.Millisecond)) + "ms"
+		return strconv.FormatInt(int64(d/time.Millisecond), 10) + "ms"
 	}
-}
-
-func itoa(n int64) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
 }
 
 // Metric ids from the snapshot contract.

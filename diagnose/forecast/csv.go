@@ -1,8 +1,8 @@
 package forecast
 
 import (
-	"bufio"
 	"bytes"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
@@ -105,33 +105,43 @@ func readLimited(r io.Reader, limit int64, kind string) ([]byte, error) {
 	return data, nil
 }
 
-// readRows reads at most limit bytes of comma-separated rows and calls row
-// with the first two fields of each (quotes trimmed; further fields are
-// ignored), skipping blank lines, "#" comments and a header: a first row
-// whose first field is not a time. kind and want name the input and its
-// columns in errors. It reports whether any row, the header included, was
-// there.
+// readRows reads at most limit bytes of CSV rows (RFC 4180: a quoted
+// field may hold commas) and calls row with the first two fields of each
+// (further fields are ignored), skipping blank lines, "#" comments and a
+// header: a first row whose first field is not a time. kind and want name
+// the input and its columns in errors. It reports whether any row, the
+// header included, was there.
 func readRows(r io.Reader, limit int64, kind, want string, row func(line int, a, b string) error) (bool, error) {
 	data, err := readLimited(r, limit, kind)
 	if err != nil {
 		return false, err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
-	line := 0
+	cr := csv.NewReader(bytes.NewReader(bytes.TrimPrefix(data, []byte("\ufeff"))))
+	cr.Comment = '#'
+	cr.FieldsPerRecord = -1 // rows may carry further columns
+	cr.TrimLeadingSpace = true
+	cr.ReuseRecord = true
 	seen := false
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(strings.TrimPrefix(sc.Text(), "\ufeff"))
-		if text == "" || strings.HasPrefix(text, "#") {
-			continue
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			return seen, nil
 		}
-		fields := strings.Split(text, ",")
-		if len(fields) < 2 {
-			return seen, fmt.Errorf("forecast: %s line %d: want %s, got %q", kind, line, want, clip(text))
+		line, _ := cr.FieldPos(0)
+		if err != nil {
+			var pe *csv.ParseError
+			if errors.As(err, &pe) {
+				line = pe.Line
+			}
+			return seen, fmt.Errorf("forecast: %s line %d: %w", kind, line, err)
 		}
-		a := strings.Trim(strings.TrimSpace(fields[0]), `"`)
-		b := strings.Trim(strings.TrimSpace(fields[1]), `"`)
+		if len(rec) < 2 {
+			if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
+				continue // a line of spaces
+			}
+			return seen, fmt.Errorf("forecast: %s line %d: want %s, got %q", kind, line, want, clip(strings.Join(rec, ",")))
+		}
+		a, b := strings.TrimSpace(rec[0]), strings.TrimSpace(rec[1])
 		if !seen {
 			seen = true
 			if _, err := ParseTime(a); err != nil {
@@ -142,10 +152,6 @@ func readRows(r io.Reader, limit int64, kind, want string, row func(line int, a,
 			return seen, err
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return seen, fmt.Errorf("forecast: %s line %d: %w", kind, line+1, err)
-	}
-	return seen, nil
 }
 
 func clip(s string) string {

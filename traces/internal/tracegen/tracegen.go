@@ -9,6 +9,7 @@ package tracegen
 
 import (
 	"math/rand"
+	"strconv"
 )
 
 // Options shapes the generated trace. Zero values mean the defaults.
@@ -288,7 +289,7 @@ func simulate(o Options, emit func(record) bool) {
 		// step while the GPU idles.
 		cpu = max(cpu, gpu) + jit(float64(o.HostGap))
 		emit = saved
-		if !emit(record{rec: recStep, name: "ProfilerStep#" + itoa(stepNo), ts: stepStart, dur: cpu - stepStart - jit(2), ext: stepExt, step: stepNo}) {
+		if !emit(record{rec: recStep, name: "ProfilerStep#" + strconv.Itoa(stepNo), ts: stepStart, dur: cpu - stepStart - jit(2), ext: stepExt, step: stepNo}) {
 			return false
 		}
 		for _, r := range records {
@@ -311,18 +312,4 @@ func simulate(o Options, emit func(record) bool) {
 			return
 		}
 	}
-}
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	return string(b[i:])
 }
