@@ -23,6 +23,13 @@ import (
 // adjusted by the test.
 func newTraceFixtureDeps(t testing.TB, adjust func(*handlers.IncidentDeps)) *archiveFixture {
 	t.Helper()
+	return newTraceFixtureOpts(t, adjust, func(*web.Options) {})
+}
+
+// newTraceFixtureOpts is the archive fixture on a real SQLite file with
+// the incident dependencies and the console's options adjusted.
+func newTraceFixtureOpts(t testing.TB, adjust func(*handlers.IncidentDeps), adjustWeb func(*web.Options)) *archiveFixture {
+	t.Helper()
 	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "casebook.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -39,6 +46,7 @@ func newTraceFixtureDeps(t testing.TB, adjust func(*handlers.IncidentDeps)) *arc
 		inc, svc := archiveHandlers(d, st, tel, o.Diagnoser)
 		o.Incidents, o.IncidentOpener = inc, svc
 		o.Auth.WebhookToken = alertToken
+		adjustWeb(o)
 	})
 	srvLayout = web.New(f.opts).Handlers.Layout
 	return &archiveFixture{fixture: f, st: st}

@@ -21,7 +21,6 @@ import (
 	"github.com/casebook/casebook/handlers/handlerstest"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
-	"github.com/casebook/casebook/views"
 	"github.com/casebook/casebook/web"
 )
 
@@ -30,26 +29,11 @@ import (
 // default).
 func newTraceFixture(t testing.TB, maxBytes int64, bodyLimit ...string) *archiveFixture {
 	t.Helper()
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "casebook.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	tel := sharedTel()
-	var srvLayout func(string, string) views.LayoutView
-	f := newFixture(t, tel, func(o *web.Options) {
-		inc, svc := archiveHandlers(handlers.IncidentDeps{
-			Layout: func(title, nav string) views.LayoutView { return srvLayout(title, nav) },
-			Now:    o.Now, TraceMaxBytes: maxBytes,
-		}, st, tel, o.Diagnoser)
-		o.Incidents, o.IncidentOpener = inc, svc
-		o.Auth.WebhookToken = alertToken
+	return newTraceFixtureOpts(t, func(d *handlers.IncidentDeps) { d.TraceMaxBytes = maxBytes }, func(o *web.Options) {
 		if len(bodyLimit) > 0 {
 			o.BodyLimit = bodyLimit[0]
 		}
 	})
-	srvLayout = web.New(f.opts).Handlers.Layout
-	return &archiveFixture{fixture: f, st: st}
 }
 
 func readFixture(t testing.TB, name string) []byte {
