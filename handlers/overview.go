@@ -128,12 +128,12 @@ func (d *Deps) row(ctx context.Context, s metrics.Scope, now time.Time) (views.S
 		for _, m := range metrics.InDimension(dim) {
 			_, present := snap.Current.Get(m.ID)
 			d, ok := dev[m.ID]
-			st := views.StatusOf(d, ok && present)
+			st := views.StatusOf(m.ID, d, ok && present)
 			if !present {
 				st = views.StatusNoData
 			}
 			cell.Status = views.Worse(cell.Status, st)
-			if d.Anomalous && present {
+			if d.Anomalous && present && st != views.StatusOK { // clear and material
 				anomalies = append(anomalies, anomaly{m.ID, d.Z})
 			}
 		}
@@ -185,7 +185,7 @@ func metricCell(snap metrics.Snapshot, dev map[string]diagnose.Deviation, id str
 		values = append(values, v)
 		mc.Value = views.FormatValue(id, v)
 		d, known := dev[id]
-		mc.Status = views.StatusOf(d, known)
+		mc.Status = views.StatusOf(id, d, known)
 		if known {
 			mc.Z = views.FormatZ(d.Z)
 		}

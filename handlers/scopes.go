@@ -191,8 +191,8 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 		dev := h.d.Deviations(snap)
 		for id, v := range snap.Current {
 			d, ok := dev[id]
-			status[id] = views.StatusOf(d, ok)
-			if ok && d.Anomalous {
+			status[id] = views.StatusOf(id, d, ok)
+			if ok && d.Anomalous && status[id] != views.StatusOK { // clear and material
 				vm.Anomalies = append(vm.Anomalies, views.AnomalyRow{
 					Metric: id, Label: views.MetricLabel(id), Value: views.FormatValue(id, v),
 					Baseline: views.FormatValue(id, d.Mean), Z: views.FormatZ(d.Z), AbsZ: math.Abs(d.Z), Status: status[id],

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/metrics"
 )
 
 // Status is the health of a metric, a dimension or a scope as the console
@@ -26,11 +27,15 @@ const (
 // from which an anomalous metric counts as critical rather than a warning.
 const CriticalZ = 6
 
-// StatusOf classifies one metric's deviation from its baseline.
-func StatusOf(d diagnose.Deviation, ok bool) Status {
+// StatusOf classifies metric id's deviation from its baseline. A
+// deviation that is statistically clear but too small to matter
+// (metrics.Material) is OK.
+func StatusOf(id string, d diagnose.Deviation, ok bool) Status {
 	switch {
 	case !ok:
 		return StatusNoData
+	case d.Anomalous && !metrics.Material(id, d.Mean, d.Mean+d.Z*d.Std):
+		return StatusOK
 	case d.Anomalous && math.Abs(d.Z) >= CriticalZ:
 		return StatusCritical
 	case d.Anomalous:

@@ -52,3 +52,17 @@ func TestDiagnosisPanelShowsNotes(t *testing.T) {
 		t.Error("a note was rendered as HTML, not escaped")
 	}
 }
+
+// TestStatusOfNeedsMaterialMoves checks that a statistically clear but
+// harmless move (KV usage 0.2 % to 1.8 % against a flat hour) is OK,
+// while the same z on a large move is not.
+func TestStatusOfNeedsMaterialMoves(t *testing.T) {
+	tiny := diagnose.Deviation{Mean: 0.002, Std: 0.0014, Z: 11.4, Anomalous: true}
+	if got := StatusOf(metrics.KVCacheUsage, tiny, true); got != StatusOK {
+		t.Errorf("KV usage 0.2 %% -> 1.8 %%: %v, want OK", got)
+	}
+	big := diagnose.Deviation{Mean: 0.6, Std: 0.03, Z: 11.4, Anomalous: true}
+	if got := StatusOf(metrics.KVCacheUsage, big, true); got != StatusCritical {
+		t.Errorf("KV usage 60 %% -> 94 %%: %v, want critical", got)
+	}
+}

@@ -1,0 +1,66 @@
+package metrics
+
+import "math"
+
+// Materiality is how far a metric must move from its baseline before the
+// move matters to an operator, whatever its z: a quiet hour makes tiny
+// changes statistically clear (KV-cache usage going from 0.2 % to 1.8 %
+// is eleven standard deviations against a flat hour and harms nobody).
+// A move is material when it is at least Abs (in the metric's unit) and
+// at least Rel of the baseline mean, each where set; a value on the
+// healthy side of Level (for an Up metric: below it) is never material
+// by itself.
+type Materiality struct {
+	Abs, Rel float64
+	Level    float64 // 0: no level rule
+}
+
+// materiality is the one table of floors, per catalog id. The values are
+// the smallest moves an on-call engineer would act on: a few
+// milliseconds or a tenth of a latency, a tenth of a rate, five points
+// of a 0-1 activity, a few percent of a clock, a tenth of a percent of
+// errors. Metrics absent here are material whenever they are anomalous.
+var materiality = map[string]Materiality{
+	GatewayE2E: {Abs: 20, Rel: 0.1}, E2E: {Abs: 20, Rel: 0.1}, E2EP99: {Abs: 50, Rel: 0.1},
+	TTFT: {Abs: 10, Rel: 0.1}, TTFTP99: {Abs: 25, Rel: 0.1},
+	TPOT: {Abs: 1, Rel: 0.1}, TPOTP99: {Abs: 2, Rel: 0.1},
+	QueueTime: {Abs: 10, Rel: 0.2}, PrefillTime: {Abs: 10, Rel: 0.1}, DecodeTime: {Abs: 20, Rel: 0.1},
+	ThroughputRPS: {Rel: 0.1}, ArrivalRPS: {Rel: 0.1}, PromptTPS: {Rel: 0.1}, GenerationTPS: {Rel: 0.1},
+	RunningSeqs: {Abs: 2, Rel: 0.2}, QueueDepth: {Abs: 5}, MeanPromptTokens: {Rel: 0.1},
+	SMUtil: {Abs: 0.05}, TensorActive: {Abs: 0.05}, DRAMActive: {Abs: 0.05},
+	GPUMemUsedFrac: {Abs: 0.05},
+	// A KV cache under half full is never a problem by itself.
+	KVCacheUsage: {Abs: 0.05, Level: 0.5},
+	SMClock:      {Rel: 0.03}, MemClock: {Rel: 0.03}, Power: {Rel: 0.05}, GPUTemp: {Abs: 3},
+	KVCacheHitRate: {Abs: 0.03}, RejectionRate: {Abs: 0.03},
+	ErrorRate: {Abs: 0.001}, PreemptionRate: {Abs: 0.1},
+}
+
+// MaterialityOf returns a metric's floor and whether it has one.
+func MaterialityOf(id string) (Materiality, bool) {
+	m, ok := materiality[id]
+	return m, ok
+}
+
+// Material reports whether a move of metric id from its baseline mean to
+// value is large enough to matter.
+func Material(id string, mean, value float64) bool {
+	f, ok := materiality[id]
+	if !ok {
+		return true
+	}
+	if m, ok := Lookup(id); ok && f.Level > 0 {
+		switch m.Bad {
+		case Up:
+			if value < f.Level {
+				return false
+			}
+		case Down:
+			if value > f.Level {
+				return false
+			}
+		}
+	}
+	d := math.Abs(value - mean)
+	return d >= f.Abs && d >= f.Rel*math.Abs(mean)
+}

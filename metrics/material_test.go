@@ -1,0 +1,39 @@
+package metrics
+
+import "testing"
+
+func TestMaterial(t *testing.T) {
+	tests := []struct {
+		name        string
+		id          string
+		mean, value float64
+		want        bool
+	}{
+		{"KV usage 0.2 % to 1.8 %: clear, and harmless", KVCacheUsage, 0.002, 0.018, false},
+		{"KV usage 30 % to 45 %: still under half full", KVCacheUsage, 0.30, 0.45, false},
+		{"KV usage 60 % to 95 %", KVCacheUsage, 0.60, 0.95, true},
+		{"TTFT 21 ms to 24 ms", TTFT, 21, 24, false},
+		{"TTFT 21 ms to 60 ms", TTFT, 21, 60, true},
+		{"TTFT 800 ms to 900 ms: a tenth", TTFT, 800, 900, true},
+		{"throughput down 5 %", ThroughputRPS, 20, 19, false},
+		{"throughput down 30 %", ThroughputRPS, 20, 14, true},
+		{"errors 0 to 0.05 %", ErrorRate, 0, 0.0005, false},
+		{"errors 0 to 2 %", ErrorRate, 0, 0.02, true},
+		{"SM clock down 1 %", SMClock, 1980, 1960, false},
+		{"SM clock down 30 %", SMClock, 1980, 1400, true},
+		{"a metric without a floor", AbortRate, 0, 1e-9, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Material(tc.id, tc.mean, tc.value); got != tc.want {
+				t.Errorf("Material(%s, %v, %v) = %v, want %v", tc.id, tc.mean, tc.value, got, tc.want)
+			}
+		})
+	}
+	for _, m := range Catalog {
+		if _, ok := MaterialityOf(m.ID); !ok && m.ID != AbortRate && m.ID != APIErrorRate && m.ID != XIDErrors &&
+			m.ID != QueueCapacity && m.ID != CachedPromptTPS && m.ID != SpecAcceptLength {
+			t.Errorf("catalog metric %s has no materiality floor", m.ID)
+		}
+	}
+}
