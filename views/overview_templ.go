@@ -40,7 +40,7 @@ func OverviewPage(v OverviewView) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"page-head\"><h1>Overview</h1><p class=\"muted\">Current values against each scope's own baseline (the hour before, 3σ).</p></div><div id=\"live\"><p class=\"muted updated\">Updated <time data-t=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<div class=\"page-head\"><h1>Overview</h1><p class=\"muted\">Current values against each scope's own baseline (the hour before): flagged when 3σ off and moved enough to matter for that metric.</p></div><div id=\"live\"><p class=\"muted updated\">Updated <time data-t=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
