@@ -41,27 +41,7 @@ func BenchmarkParse200MB(b *testing.B) {
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		var ms runtime.MemStats
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				runtime.ReadMemStats(&ms)
-				if ms.HeapInuse > peak.Load() {
-					peak.Store(ms.HeapInuse)
-				}
-			}
-		}
-	}()
+	peakHeap := samplePeakHeap()
 
 	cpu0 := cpuTime()
 	b.ResetTimer()
@@ -76,16 +56,15 @@ func BenchmarkParse200MB(b *testing.B) {
 	}
 	b.StopTimer()
 	cpu := cpuTime() - cpu0
-	close(stop)
-	wg.Wait()
+	peak := peakHeap()
 	var after runtime.MemStats
 	runtime.ReadMemStats(&after)
-	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/(1<<20), "total-alloc-MB/op")
 	b.ReportMetric(float64(acts), "activities")
 	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 	b.Logf("file %.1f MB, %d GPU activities, peak HeapInuse %.1f MB, process CPU %.2f s/op",
-		float64(size)/(1<<20), acts, float64(peak.Load())/(1<<20), cpu.Seconds()/float64(b.N))
+		float64(size)/(1<<20), acts, float64(peak)/(1<<20), cpu.Seconds()/float64(b.N))
 }
 
 // cpuTime is the process's user+system CPU time: on a shared machine it
@@ -114,5 +93,36 @@ func BenchmarkParseFixture(b *testing.B) {
 			b.Fatal(err)
 		}
 		_ = traces.Summarize(tr)
+	}
+}
+
+// samplePeakHeap samples HeapInuse every 5 ms until the returned function
+// is called, which stops the sampling and returns the highest value seen.
+func samplePeakHeap() func() uint64 {
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		var ms runtime.MemStats
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				runtime.ReadMemStats(&ms)
+				if ms.HeapInuse > peak.Load() {
+					peak.Store(ms.HeapInuse)
+				}
+			}
+		}
+	}()
+	return func() uint64 {
+		close(stop)
+		wg.Wait()
+		return peak.Load()
 	}
 }

@@ -179,38 +179,17 @@ func benchBomb(b *testing.B, write func(io.Writer)) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	var peak atomic.Uint64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		tick := time.NewTicker(5 * time.Millisecond)
-		defer tick.Stop()
-		var ms runtime.MemStats
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				runtime.ReadMemStats(&ms)
-				if ms.HeapInuse > peak.Load() {
-					peak.Store(ms.HeapInuse)
-				}
-			}
-		}
-	}()
+	peakHeap := samplePeakHeap()
 	b.ResetTimer()
 	var err error
 	for i := 0; i < b.N; i++ {
 		_, err = traces.Parse(context.Background(), bytes.NewReader(upload), traces.Options{MaxBytes: 2 << 30})
 	}
 	b.StopTimer()
-	close(stop)
-	wg.Wait()
+	peak := peakHeap()
 	runtime.ReadMemStats(&after)
 	b.ReportMetric(float64(len(upload))/(1<<10), "upload-KiB")
 	b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/float64(b.N)/(1<<20), "total-alloc-MB/op")
-	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
+	b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
 	b.Logf("upload %d KiB inflating to 1 GiB: err=%v", len(upload)>>10, err)
 }
