@@ -12,7 +12,9 @@
 // instance a vLLM /metrics page (Python prometheus_client formatting) and a
 // dcgm-exporter /metrics page (Kubernetes-mode labels, %f values), plus one
 // gateway page with gateway_request_duration_seconds and
-// gateway_requests_total. Backfill emits the same series as samples.
+// gateway_requests_total. Backfill emits the same series as samples;
+// WriteOpenMetrics writes them as a Prometheus scrape of PrometheusConfigFor
+// would have stored them, for `promtool tsdb create-blocks-from openmetrics`.
 //
 // # Engine physics
 //

@@ -19,12 +19,15 @@ const (
 // page is one /metrics document: the series layout, built once, and the
 // latest values in layout order.
 type page struct {
-	kind   pageKind
-	fams   []family
-	keys   []string
-	labels [][]Label
-	texts  []string // name{labels} as exposed
-	vals   []float64
+	kind pageKind
+	// scraped is how many leading labels of each series the page itself
+	// exposes; the rest are the target labels Sample adds.
+	scraped []int
+	fams    []family
+	keys    []string
+	labels  [][]Label
+	texts   []string // name{labels} as exposed
+	vals    []float64
 }
 
 type family struct {
@@ -67,6 +70,7 @@ func (w *walker) add(name string, v float64, kv ...string) {
 			}
 			b.WriteByte('}')
 		}
+		w.p.scraped = append(w.p.scraped, len(ls))
 		ls = append(ls, w.target...)
 		text := b.String()
 		key := text
