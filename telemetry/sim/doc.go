@@ -106,7 +106,12 @@
 //     and the GPUs idle between steps.
 //   - transport_latency: the primary gateway's congested hop adds delay
 //     after the engine.
-//   - engine_errors: requests fail or abort (XID 43 when severe).
+//   - engine_errors: the engine fails requests (finished_reason="error",
+//     answered 500); when severe, an XID 43 takes the engine core down
+//     again and again, and while it restarts the API server answers 5xx
+//     to requests the engine never finishes (http_requests_total only).
+//     Client aborts stay at their small healthy share: vLLM counts a
+//     cancelled request as finished_reason="abort", not as an error.
 //   - host_overhead: CPU-side time per engine step grows by 4 to 18 ms.
 //
 // Throttling, the memory and bandwidth co-tenants and engine errors belong

@@ -277,12 +277,14 @@ func (in *instance) walkEngine(w *walker) {
 		w.add("vllm:request_success_total", math.Floor(in.cnt.success[i]), "engine", "0", "finished_reason", r, "model_name", mn)
 	}
 	// The API server's HTTP counter (prometheus_fastapi_instrumentator,
-	// status codes grouped): an engine error answers 5xx, every other
-	// finished request 2xx. It carries no model_name or engine label.
+	// status codes grouped): an engine error answers 5xx, and so does the
+	// API server itself while the engine core is down; every other
+	// finished request, client aborts included (a stream's 200 was
+	// already sent), 2xx. It carries no model_name or engine label.
 	w.family("http_requests_total", "Total number of requests by method, status and handler.", "counter")
 	ok := in.cnt.success[0] + in.cnt.success[1] + in.cnt.success[2] + in.cnt.success[4]
 	w.add("http_requests_total", math.Floor(ok), "handler", "/v1/chat/completions", "method", "POST", "status", "2xx")
-	w.add("http_requests_total", math.Floor(in.cnt.success[3]), "handler", "/v1/chat/completions", "method", "POST", "status", "5xx")
+	w.add("http_requests_total", math.Floor(in.cnt.success[3]+in.cnt.api5xx), "handler", "/v1/chat/completions", "method", "POST", "status", "5xx")
 	if in.histFams == nil {
 		in.histFams = in.histFamilies()
 	}
