@@ -453,23 +453,33 @@ func scoreTransport(r *reader) float64 {
 	return 0.5*gapUp + 0.25*gwUp + 0.25*engineCalm
 }
 
-// scoreEngineErrors: the engine fails requests (OOM, crashes, aborts).
+// scoreEngineErrors: the engine fails requests (OOM, crashes); a client
+// cancelling (vLLM's finished_reason="abort") is not an engine error.
 func scoreEngineErrors(r *reader) float64 {
 	e, ok := r.val(m.ErrorRate)
-	if !ok {
+	err := 0.0
+	if ok {
+		err = maxOf(r.up(m.ErrorRate), ramp(e, 0.02, 0.1))
+	}
+	// A dead engine core finishes nothing, so vLLM's finished-request
+	// counter shows no errors for it; its API server answers 5xx. Read
+	// only where the source has the API server's counter.
+	api := 0.0
+	if a, has := r.in.Snapshot.Current.Get(m.APIErrorRate); has {
+		api = maxOf(r.up(m.APIErrorRate), ramp(a, 0.02, 0.1))
+	}
+	if err == 0 && api == 0 {
 		return 0
 	}
-	err := maxOf(r.up(m.ErrorRate), ramp(e, 0.02, 0.1))
-	if err == 0 {
-		return 0
-	}
-	r.note(m.ErrorRate, remarkFailing)
+	r.noteIf(err, m.ErrorRate, remarkFailing)
+	r.noteIf(api, m.APIErrorRate, remarkFailing)
 	r.noteIf(r.down(m.ThroughputRPS), m.ThroughputRPS, "")
+	err = maxOf(err, api)
 	// Requests time out of a queue only once waiting dominates their
 	// time; failures well past a healthy engine's rate while most of the
 	// request is still spent being served are the engine's own, not a
 	// symptom of whatever filled the queue.
-	if sh, ok := queueShare(r.in.Snapshot.Current); ok && e >= 0.03 {
+	if sh, qok := queueShare(r.in.Snapshot.Current); ok && qok && e >= 0.03 {
 		if ramp(e, 0.03, 0.08)*(1-ramp(sh, 0.5, 0.9)) >= 0.5 {
 			r.beyondUpstream = true
 		}

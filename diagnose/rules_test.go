@@ -37,6 +37,9 @@ func TestRuleFindings(t *testing.T) {
 		{"transport fires on gateway gap", synth(10, faults[m.CauseTransportLatency]), m.CauseTransportLatency, true, []string{m.GatewayE2E, m.E2E}},
 		{"transport silent when engine explains gateway", synth(10, faults[m.CauseGPUThrottling]), m.CauseTransportLatency, false, nil},
 		{"errors fire on error rate", synth(11, faults[m.CauseEngineErrors]), m.CauseEngineErrors, true, []string{m.ErrorRate}},
+		{"errors fire on the API server's 5xx when the engine finishes nothing", synthWithout(11, m.Values{m.APIErrorRate: 0.6, m.ThroughputRPS: 2}, m.ErrorRate),
+			m.CauseEngineErrors, true, []string{m.APIErrorRate}},
+		{"errors silent when clients cancel", synth(11, m.Values{m.AbortRate: 0.2}), m.CauseEngineErrors, false, nil},
 		{"host fires on starved GPU", synth(12, faults[m.CauseHostOverhead]), m.CauseHostOverhead, true, []string{m.SMUtil, m.RunningSeqs}},
 		{"host silent on small batches", synth(12, faults[m.CauseGPUUnderutilized]), m.CauseHostOverhead, false, nil},
 		{"underutilised fires when traffic is routed away", synth(13, m.Values{
