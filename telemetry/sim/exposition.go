@@ -464,7 +464,7 @@ func (c *Cluster) Render(path string, b *bytes.Buffer) bool {
 	for _, m := range c.models {
 		for _, in := range m.instances {
 			if in.name == name {
-				in.page(kind, c.dcgm).render(b)
+				in.page(kind, m.dcgm).render(b)
 				return true
 			}
 		}

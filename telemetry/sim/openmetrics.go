@@ -77,8 +77,8 @@ func (c *Cluster) WriteOpenMetrics(w io.Writer, host string, style ScrapeLabels,
 		ts := strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', 3, 64)
 		for _, m := range c.models {
 			for _, in := range m.instances {
-				write("/engines/"+in.name+"/metrics", in.page(pageEngine, c.dcgm), ts)
-				write("/gpus/"+in.name+"/metrics", in.page(pageGPU, c.dcgm), ts)
+				write("/engines/"+in.name+"/metrics", in.page(pageEngine, m.dcgm), ts)
+				write("/gpus/"+in.name+"/metrics", in.page(pageGPU, m.dcgm), ts)
 			}
 		}
 		write(GatewayPath, c.gatewayPage(), ts)
