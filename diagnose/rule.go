@@ -197,3 +197,40 @@ func maxOf(xs ...float64) float64 {
 	}
 	return m
 }
+
+// RuleGap is a built-in rule that reads metrics a source lacks.
+type RuleGap struct {
+	// Cause is the rule's root-cause id.
+	Cause string
+	// Missing lists the catalog ids the rule reads that the source lacks,
+	// in the rule's order.
+	Missing []string
+}
+
+// Gaps lists, in rule order, the built-in rules that read any of the
+// missing catalog ids: the rules a source without them leaves to infer
+// from other metrics, or to stand down. A diagnosis of such a source
+// names the same metrics in its Missing list.
+func Gaps(missing []string) []RuleGap {
+	lacks := map[string]bool{}
+	for _, id := range missing {
+		lacks[id] = true
+	}
+	var out []RuleGap
+	for _, r := range Rules() {
+		f, ok := r.(ruleFunc)
+		if !ok {
+			continue
+		}
+		g := RuleGap{Cause: f.id}
+		for _, id := range f.wants {
+			if lacks[id] {
+				g.Missing = append(g.Missing, id)
+			}
+		}
+		if len(g.Missing) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}

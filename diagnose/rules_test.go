@@ -117,3 +117,35 @@ func TestEngineNamesEachSyntheticFault(t *testing.T) {
 		}
 	}
 }
+
+// Gaps names the rules a missing metric weakens, with the same metrics a
+// diagnosis of such a snapshot reports missing.
+func TestGaps(t *testing.T) {
+	gaps := Gaps([]string{m.DRAMActive, m.TensorActive, "not_a_metric"})
+	got := map[string][]string{}
+	for _, g := range gaps {
+		got[g.Cause] = g.Missing
+	}
+	for _, cause := range []string{m.CauseMemoryBandwidthBound, m.CauseHostOverhead} {
+		if len(got[cause]) != 1 || got[cause][0] != m.DRAMActive {
+			t.Errorf("%s: gaps %v, want DRAM activity", cause, got[cause])
+		}
+	}
+	if _, ok := got[m.CauseKVCacheEviction]; ok {
+		t.Errorf("eviction reads no profiling field, gaps %v", got[m.CauseKVCacheEviction])
+	}
+	if g := Gaps(nil); len(g) != 0 {
+		t.Errorf("nothing missing, gaps %v", g)
+	}
+	// What a rule evaluated without DRAM activity reports missing agrees.
+	snap := synthWithout(6, faults[m.CauseMemoryBandwidthBound], m.DRAMActive)
+	for _, r := range Rules() {
+		if r.ID() != m.CauseMemoryBandwidthBound {
+			continue
+		}
+		f := r.Evaluate(Input{Snapshot: snap, Baseline: Deviations(snap)})
+		if len(f.Missing) != 1 || f.Missing[0] != m.DRAMActive {
+			t.Errorf("bandwidth rule without DRAM activity reports missing %v", f.Missing)
+		}
+	}
+}
