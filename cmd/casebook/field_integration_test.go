@@ -21,6 +21,7 @@ import (
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/telemetry/sim"
+	"github.com/casebook/casebook/views"
 )
 
 // TestThrottlingBehindServiceMonitor runs Casebook in remote mode against
@@ -180,4 +181,120 @@ func readAll(t *testing.T, resp *http.Response) string {
 		t.Fatal(err)
 	}
 	return b.String()
+}
+
+// TestUnknownLayoutsKeepServing scrapes sources Casebook cannot fully
+// read: an engine from a vLLM release that renamed everything but its
+// queue gauges, an engine with none of the expected names, and a
+// dcgm-exporter with the default counters whose series carry neither a
+// pod nor a host label. The console must keep serving, say on the
+// storage and scope pages which metrics are missing and why, and a
+// diagnosis there must name what it could not read.
+func TestUnknownLayoutsKeepServing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts the embedded scraper")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	pages := map[string]string{
+		"/future/metrics": `# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="future-model"} 3.0
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="future-model"} 0.0
+# TYPE vllm:request_latency_v2_seconds histogram
+vllm:request_latency_v2_seconds_bucket{engine="0",le="1.0",model_name="future-model"} 7.0
+vllm:request_latency_v2_seconds_bucket{engine="0",le="+Inf",model_name="future-model"} 9.0
+vllm:request_latency_v2_seconds_sum{engine="0",model_name="future-model"} 8.5
+vllm:request_latency_v2_seconds_count{engine="0",model_name="future-model"} 9.0
+`,
+		"/none/metrics": `# TYPE engine_requests_running gauge
+engine_requests_running{model="other-model"} 2
+`,
+		"/gpu/metrics": `# TYPE DCGM_FI_DEV_GPU_UTIL gauge
+DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-0a1b"} 71
+# TYPE DCGM_FI_DEV_SM_CLOCK gauge
+DCGM_FI_DEV_SM_CLOCK{gpu="0",UUID="GPU-0a1b"} 1980
+# TYPE DCGM_FI_DEV_POWER_USAGE gauge
+DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-0a1b"} 412.5
+`,
+	}
+	src := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := pages[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		io.WriteString(w, p)
+	}))
+	defer src.Close()
+
+	cbAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	dataDir := t.TempDir()
+	cbDone := runInBackground(t, ctx, "casebook serve", "serve", "--listen", cbAddr, "--data", dataDir, "--log-level", "warn",
+		"--scrape-interval", "1s", "--targets", "fut-0="+src.URL+"/future/metrics,"+src.URL+"/none/metrics,"+src.URL+"/gpu/metrics")
+	base := "http://" + cbAddr
+	testenv.WaitFor(t, ctx, 60*time.Second, "casebook to serve", func() (bool, error) { return httpOK(base + "/healthz") })
+	scope := base + "/scopes/future-model/fut-0"
+	testenv.WaitFor(t, ctx, 60*time.Second, "the future engine's scope", func() (bool, error) { return httpOK(scope) })
+
+	for _, path := range []string{"/", "/readyz", "/storage"} {
+		if ok, err := httpOK(base + path); !ok {
+			t.Errorf("GET %s: not 200 (%v)", path, err)
+		}
+	}
+	storage := fetch(t, base+"/storage")
+	page := fetch(t, scope)
+	for name, body := range map[string]string{"storage": storage, "scope": page} {
+		for _, want := range []string{
+			// Missing engine metrics, each with the series it lacks.
+			`data-metric="` + metrics.TTFT + `"`, "vllm:time_to_first_token_seconds",
+			`data-metric="` + metrics.ErrorRate + `"`,
+			// No profiling fields, and the rules that read what is missing.
+			name + `-profiling`, name + `-rule-gaps`, `data-cause="` + metrics.CauseKVCacheEviction + `"`,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s page lacks %q", name, want)
+			}
+		}
+	}
+	// The GPUs carry no pod or host label: nothing joins, and the pages say so.
+	if !strings.Contains(page, `data-testid="scope-gpu-join"`) {
+		t.Errorf("scope page does not say its GPUs did not join")
+	}
+	if !strings.Contains(storage, `data-testid="storage-join-text" class="flash"`) {
+		t.Errorf("storage page does not flag the GPU join")
+	}
+
+	// Diagnose now: the diagnosis names what it could not read.
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar}
+	resp, err := client.Get(scope)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindStringSubmatch(readAll(t, resp))
+	if m == nil {
+		t.Fatal("no form token on the scope page")
+	}
+	resp, err = client.PostForm(scope+"/diagnose", url.Values{"csrf_token": {m[1]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	incident := readAll(t, resp)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(resp.Request.URL.Path, "/incidents/") {
+		t.Fatalf("diagnose now: %s at %s, want the incident page", resp.Status, resp.Request.URL)
+	}
+	i := strings.Index(incident, `data-testid="diagnosis-missing"`)
+	if i < 0 {
+		t.Fatalf("the incident page does not say what the rules could not read")
+	}
+	missing := incident[i:min(len(incident), i+2000)]
+	for _, id := range []string{metrics.TTFT, metrics.KVCacheUsage, metrics.DRAMActive} {
+		if !strings.Contains(missing, views.MetricLabel(id)) {
+			t.Errorf("diagnosis does not name %s as unavailable: %.300s", id, missing)
+		}
+	}
+	cancel()
+	<-cbDone
 }
