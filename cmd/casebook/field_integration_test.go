@@ -94,6 +94,13 @@ func TestThrottlingBehindServiceMonitor(t *testing.T) {
 	scopeURL := func(tg sim.Target) string {
 		return base + "/scopes/" + url.PathEscape(tg.Model) + "/" + url.PathEscape(tg.Instance)
 	}
+	// Diagnose once the minute the snapshot averages over is throttled:
+	// the hot group's clock at least 10 % under the healthy one's.
+	ratio := `avg(avg_over_time(DCGM_FI_DEV_SM_CLOCK{exported_pod="` + hot.Instance + `"}[1m])) / avg(avg_over_time(DCGM_FI_DEV_SM_CLOCK{exported_pod="` + cool.Instance + `"}[1m]))`
+	testenv.WaitFor(t, ctx, 3*time.Minute, "a throttled minute on "+hot.Instance, func() (bool, error) {
+		r := promQuery(t, prom.URL, ratio)
+		return r > 0 && r < 0.9, nil
+	})
 	clockOff := regexp.MustCompile(`<li class="[^"]*" data-metric="` + metrics.SMClock + `"`)
 	var hotPage string
 	testenv.WaitFor(t, ctx, 3*time.Minute, "the SM clock off baseline on "+hot.Instance+"'s scope page", func() (bool, error) {
