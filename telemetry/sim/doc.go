@@ -125,7 +125,8 @@
 // num_gpu_blocks, ...), and /engines/<pod>/v1/models reports max_model_len;
 // the other settings are visible to the simulator's callers only.
 // Options.DCGMFields chooses dcgm-exporter's default counter file (no
-// DCGM_FI_PROF_* fields) or the profiling one, and PrometheusConfigFor
+// DCGM_FI_PROF_* fields) or the profiling one (ModelDCGMFields per model),
+// and PrometheusConfigFor
 // writes a scrape configuration with static or ServiceMonitor-style labels
 // (exported_pod). Drain moves
 // instances to fresh nodes, Route sets the router's weight of an instance,
