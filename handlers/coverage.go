@@ -89,7 +89,8 @@ func CoverageView(c telemetry.Coverage) *views.CoverageView {
 func profilingSentence(c telemetry.Coverage) string {
 	var absent []string
 	for _, r := range c.Missing() {
-		if len(r.Missing) > 0 && strings.HasPrefix(r.Missing[0], "DCGM_FI_PROF_") {
+		// Missing for that reason, not because the GPUs did not join.
+		if len(r.Missing) > 0 && strings.HasPrefix(r.Missing[0], "DCGM_FI_PROF_") && strings.Contains(r.Why, "default-counters.csv") {
 			absent = append(absent, views.MetricLabel(r.ID))
 		}
 	}

@@ -272,6 +272,12 @@ DCGM_FI_DEV_POWER_USAGE{gpu="0",UUID="GPU-0a1b"} 412.5
 	if !strings.Contains(storage, `data-testid="storage-join-text" class="flash"`) {
 		t.Errorf("storage page does not flag the GPU join")
 	}
+	// GPU_UTIL is there: SM activity is missing for the join, not for
+	// the counter file, and the profiling sentence does not blame it.
+	sentence, _, _ := strings.Cut(page[max(0, strings.Index(page, `data-testid="scope-profiling"`)):], "</p>")
+	if !strings.Contains(sentence, "are missing") || strings.Contains(sentence, views.MetricLabel(metrics.SMUtil)) {
+		t.Errorf("scope page blames the counter file for SM activity, which is missing because the GPUs did not join")
+	}
 
 	// Diagnose now: the diagnosis names what it could not read.
 	jar, _ := cookiejar.New(nil)
