@@ -7,6 +7,7 @@ import (
 
 	"github.com/casebook/casebook/change"
 	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
 )
@@ -35,7 +36,7 @@ func changeRow(ch store.Change) views.ChangeRow {
 		title = ch.ActionID
 	}
 	return views.ChangeRow{ID: ch.ID, Title: title, Status: string(ch.Status), Delivery: ch.Delivery, Verdict: ch.Verdict,
-		CreatedAt: ch.CreatedAt, Link: views.ChangePath(ch.IncidentID, ch.ID)}
+		CreatedAt: ch.CreatedAt, Link: route.URL(route.ChangeShow, ch.IncidentID, ch.ID)}
 }
 
 // changeTimeline adds an incident's change requests to its timeline.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/incident"
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
@@ -308,7 +308,7 @@ func (h *Incidents) Label(c echo.Context) error {
 	if _, err := h.d.Service.Review(c.Request().Context(), l); err != nil {
 		return archiveError(err, "verdict")
 	}
-	return redirect(c, views.IncidentPath(id))
+	return redirect(c, route.URL(route.IncidentShow, id))
 }
 
 // Note adds a note from the incident page's form.
@@ -321,7 +321,7 @@ func (h *Incidents) Note(c echo.Context) error {
 	if _, err := h.d.Service.AddNote(c.Request().Context(), n); err != nil {
 		return archiveError(err, "body")
 	}
-	return redirect(c, views.IncidentPath(id))
+	return redirect(c, route.URL(route.IncidentShow, id))
 }
 
 // Rediagnose diagnoses the archived snapshot again with the current engine;
@@ -334,7 +334,7 @@ func (h *Incidents) Rediagnose(c echo.Context) error {
 	if err := h.d.rediagnose(c.Request().Context(), id); err != nil {
 		return err
 	}
-	return redirect(c, views.IncidentPath(id))
+	return redirect(c, route.URL(route.IncidentShow, id))
 }
 
 // rediagnose diagnoses an archived incident's snapshot again, with the
@@ -379,7 +379,7 @@ func (h *Incidents) shareURL(c echo.Context, token string) string {
 	if base == "" {
 		base = c.Scheme() + "://" + c.Request().Host
 	}
-	return base + "/share/" + url.PathEscape(token)
+	return base + route.URL(route.ShareShow, token)
 }
 
 // Revoke revokes a share link of the incident.
@@ -395,7 +395,7 @@ func (h *Incidents) Revoke(c echo.Context) error {
 	if err := h.d.Archive.RevokeShare(c.Request().Context(), id, sid, h.d.Now()); err != nil {
 		return archiveError(err, "share")
 	}
-	return redirect(c, views.IncidentPath(id))
+	return redirect(c, route.URL(route.IncidentShow, id))
 }
 
 // addChanges puts the incident's change requests on its page and, unless
@@ -409,7 +409,7 @@ func (h *Incidents) addChanges(ctx context.Context, v *views.IncidentView, inc s
 	v.Timeline = append(v.Timeline, changeTimeline(cs)...)
 	sort.SliceStable(v.Timeline, func(i, j int) bool { return v.Timeline[i].At.Before(v.Timeline[j].At) })
 	if !readOnly {
-		v.Current.ChangeURL = views.IncidentPath(inc.ID) + "/changes"
+		v.Current.ChangeURL = route.URL(route.ChangeCreate, inc.ID)
 		v.Current.Current = h.d.Changes.Current(ctx, inc.Scope)
 	}
 }
