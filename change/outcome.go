@@ -1,6 +1,7 @@
 package change
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -132,4 +133,22 @@ func stats(ps []metrics.Point, id string) (mean, sd float64, n int) {
 		sd = math.Sqrt(math.Max(0, (sq-float64(n)*mean*mean)/float64(n-1)))
 	}
 	return mean, sd, n
+}
+
+// Encode is the outcome as the archive stores it: JSON.
+func (o Outcome) Encode() ([]byte, error) {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return nil, fmt.Errorf("change: encode outcome: %w", err)
+	}
+	return b, nil
+}
+
+// DecodeOutcome reads an outcome Encode stored.
+func DecodeOutcome(b []byte) (Outcome, error) {
+	var o Outcome
+	if err := json.Unmarshal(b, &o); err != nil {
+		return Outcome{}, fmt.Errorf("change: decode outcome: %w", err)
+	}
+	return o, nil
 }

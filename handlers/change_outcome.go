@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -54,9 +53,9 @@ func (h *Changes) measure(ctx context.Context, scope metrics.Scope, ch store.Cha
 	if h.d.Now().Before(ch.AppliedAt.Add(settle + w)) {
 		return ch, nil
 	}
-	var req change.Request
-	if err := json.Unmarshal(ch.Doc, &req); err != nil {
-		return ch, fmt.Errorf("change %d: document: %w", ch.ID, err)
+	req, err := change.DecodeRequest(ch.Doc)
+	if err != nil {
+		return ch, fmt.Errorf("change %d: %w", ch.ID, err)
 	}
 	ids := []string{metrics.ArrivalRPS, metrics.ThroughputRPS}
 	for _, e := range req.Effects {
@@ -79,7 +78,7 @@ func (h *Changes) measure(ctx context.Context, scope metrics.Scope, ch store.Cha
 		return ch, err
 	}
 	o := change.Evaluate(req.Effects, before, after, ch.AppliedAt, w)
-	body, err := json.Marshal(o)
+	body, err := o.Encode()
 	if err != nil {
 		return ch, err
 	}

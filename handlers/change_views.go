@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -29,8 +28,7 @@ func ChangeRows(cs []store.Change) []views.ChangeRow {
 }
 
 func changeRow(ch store.Change) views.ChangeRow {
-	var req change.Request
-	_ = json.Unmarshal(ch.Doc, &req)
+	req, _ := change.DecodeRequest(ch.Doc) // an unreadable document leaves the action's id as the title
 	title := req.Title
 	if title == "" {
 		title = ch.ActionID
@@ -70,8 +68,7 @@ func changeTimeline(cs []store.Change) []views.TimelineEntry {
 }
 
 func (h *Changes) changeView(inc store.Incident, ch store.Change) views.ChangeView {
-	var req change.Request
-	_ = json.Unmarshal(ch.Doc, &req)
+	req, _ := change.DecodeRequest(ch.Doc) // an unreadable document shows the stored Markdown only
 	v := views.ChangeView{Layout: h.layout(fmt.Sprintf("Change request %d", ch.ID)), IncidentID: inc.ID, IncidentTitle: inc.Title,
 		Row: changeRow(ch), UID: ch.UID, Action: req.Action.Title, Why: req.Action.Why, Risk: req.Risk, Rollback: req.Rollback,
 		ArgDiff: req.VLLMArgs, Helm: req.HelmValues, Markdown: ch.Markdown, Webhook: h.d.Webhook != nil, AppliedAt: ch.AppliedAt,
@@ -105,8 +102,7 @@ func (h *Changes) changeView(inc store.Incident, ch store.Change) views.ChangeVi
 		v.OutcomeDue = ch.AppliedAt.Add(h.d.OutcomeWindow/4 + h.d.OutcomeWindow)
 	}
 	if len(ch.Outcome) > 0 {
-		var o change.Outcome
-		if json.Unmarshal(ch.Outcome, &o) == nil {
+		if o, err := change.DecodeOutcome(ch.Outcome); err == nil {
 			for _, e := range o.Effects {
 				v.Outcome = append(v.Outcome, views.OutcomeRow{Metric: views.MetricLabel(e.Metric), Direction: e.Direction,
 					Before: fmt.Sprintf("%.4g", e.Before), After: fmt.Sprintf("%.4g", e.After), Change: fmt.Sprintf("%+.0f%%", 100*e.Change),

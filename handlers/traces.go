@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -244,9 +243,9 @@ func (h *Traces) receiveTrace(c echo.Context, id int64) (store.Trace, traces.Sum
 		return store.Trace{}, traces.Summary{}, fmt.Errorf("traces: parse upload %q for incident %d: %w", up.name, id, err)
 	}
 	sum := traces.Summarize(tr)
-	body, err := json.Marshal(sum)
+	body, err := sum.Encode()
 	if err != nil {
-		return store.Trace{}, traces.Summary{}, fmt.Errorf("traces: encode summary of %q: %w", up.name, err)
+		return store.Trace{}, traces.Summary{}, fmt.Errorf("%q: %w", up.name, err)
 	}
 	kind := string(sum.Format)
 	if up.gzip {
@@ -491,8 +490,7 @@ func latestSummary(ts []store.Trace, role store.TraceRole) *traces.Summary {
 		if ts[i].Role != role {
 			continue
 		}
-		var s traces.Summary
-		if json.Unmarshal(ts[i].Summary, &s) == nil {
+		if s, err := traces.DecodeSummary(ts[i].Summary); err == nil {
 			return &s
 		}
 	}
@@ -522,8 +520,8 @@ func (d *IncidentDeps) tracesView(ctx context.Context, id int64, readOnly bool) 
 		if (t.Role == store.TraceIncident && cur != nil) || (t.Role == store.TraceBaseline && bl != nil) {
 			continue
 		}
-		var s traces.Summary
-		if err := json.Unmarshal(t.Summary, &s); err != nil {
+		s, err := traces.DecodeSummary(t.Summary)
+		if err != nil {
 			d.Logger.WarnContext(ctx, "traces: decode summary", "incident", id, "trace", t.ID, "err", err)
 			v.Problems = append(v.Problems, fmt.Sprintf("The summary of %s could not be read.", t.Name))
 			continue
