@@ -99,7 +99,7 @@ func (h *Changes) changeView(inc store.Incident, ch store.Change) views.ChangeVi
 		v.Attempts = append(v.Attempts, views.DeliveryRow{Attempt: a.Attempt, At: a.At, OK: a.OK, Code: a.Code, Error: a.Error})
 	}
 	if !ch.AppliedAt.IsZero() {
-		v.OutcomeDue = ch.AppliedAt.Add(h.d.OutcomeWindow/4 + h.d.OutcomeWindow)
+		v.OutcomeDue = change.OutcomeDue(ch.AppliedAt, h.d.OutcomeWindow)
 	}
 	if len(ch.Outcome) > 0 {
 		if o, err := change.DecodeOutcome(ch.Outcome); err == nil {
