@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -93,22 +92,20 @@ func causeOptions(cs []store.Cause) []views.CauseOption {
 }
 
 func triggerText(inc store.Incident) string {
-	var detail map[string]any
-	_ = json.Unmarshal(inc.TriggerDetail, &detail)
-	str := func(k string) string { s, _ := detail[k].(string); return s }
+	detail, _ := incident.DecodeTriggerDetail(inc.TriggerDetail) // an unreadable detail names the trigger only
 	switch inc.Trigger {
 	case store.TriggerAlertmanager:
 		text := "Alertmanager alert"
-		if n := str("alertname"); n != "" {
-			text += " " + n
+		if detail.AlertName != "" {
+			text += " " + detail.AlertName
 		}
 		return text + lostAlertsText(detail)
 	case store.TriggerDetector:
-		if left := bandsLeft(inc.TriggerDetail); left != "" {
+		if left := bandsLeft(detail.Bands); left != "" {
 			return "Dynamic-threshold detector: " + left
 		}
-		if m := str("metric"); m != "" {
-			return "Dynamic-threshold detector on " + views.MetricLabel(m)
+		if detail.Metric != "" {
+			return "Dynamic-threshold detector on " + views.MetricLabel(detail.Metric)
 		}
 		return "Dynamic-threshold detector"
 	default:
@@ -119,15 +116,13 @@ func triggerText(inc store.Incident) string {
 // lostAlertsText says how many alerts of the incident's webhook message
 // opened nothing: dropped past the per-message limit, or truncated by
 // Alertmanager's max_alerts; "" when none were.
-func lostAlertsText(detail map[string]any) string {
-	dropped, _ := detail["dropped_alerts"].(float64)
-	truncated, _ := detail["truncated_alerts"].(float64)
+func lostAlertsText(detail incident.TriggerDetail) string {
 	var parts []string
-	if dropped > 0 {
-		parts = append(parts, fmt.Sprintf("%.0f alerts of its group were past Casebook's limit of %d per message and opened no incident", dropped, incident.MaxAlertsPerMessage))
+	if detail.DroppedAlerts > 0 {
+		parts = append(parts, fmt.Sprintf("%d alerts of its group were past Casebook's limit of %d per message and opened no incident", detail.DroppedAlerts, incident.MaxAlertsPerMessage))
 	}
-	if truncated > 0 {
-		parts = append(parts, fmt.Sprintf("Alertmanager left %.0f more out of the message (max_alerts)", truncated))
+	if detail.TruncatedAlerts > 0 {
+		parts = append(parts, fmt.Sprintf("Alertmanager left %d more out of the message (max_alerts)", detail.TruncatedAlerts))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -136,25 +131,10 @@ func lostAlertsText(detail map[string]any) string {
 }
 
 // bandsLeft says which forecast bands a detector incident's metrics left
-// and by how much, from the detector's trigger detail ({"metrics": [{
-// "metric", "value", "lower", "upper", "outside", "outside_se"}]}); "" when
-// the detail lists none.
-func bandsLeft(raw json.RawMessage) string {
-	var d struct {
-		Metrics []struct {
-			Metric    string  `json:"metric"`
-			Value     float64 `json:"value"`
-			Lower     float64 `json:"lower"`
-			Upper     float64 `json:"upper"`
-			Outside   float64 `json:"outside"`
-			OutsideSE float64 `json:"outside_se"`
-		} `json:"metrics"`
-	}
-	if len(raw) == 0 || json.Unmarshal(raw, &d) != nil {
-		return ""
-	}
+// and by how much; "" when it lists none of the catalog's metrics.
+func bandsLeft(bands []incident.BandExit) string {
 	var parts []string
-	for _, m := range d.Metrics {
+	for _, m := range bands {
 		if _, ok := metrics.Lookup(m.Metric); !ok {
 			continue
 		}
