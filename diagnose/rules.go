@@ -128,6 +128,26 @@ func scoreEviction(r *reader) float64 {
 	return 0.3*preempt + 0.3*pressure + 0.2*hitDown + 0.2*slow + 0.05*seed
 }
 
+// stepsBeyondLoad is how clearly the decode step slowed down more than
+// the load can account for. By Little's law the running batch is
+// throughput x time in the engine, so a step that got slower for any
+// reason grows the batch by itself; the batch that more load brings is
+// only what the extra throughput (or arrivals) and longer prompts (more
+// KV per sequence) add at the old step time. A decode step's work grows
+// at most in proportion to that (weights are read once per step, KV
+// reads grow with batch x context), so a step time that rose well past
+// the load's growth was slowed by something other than load, and the
+// batch that grew with it is a symptom. Full strength once the step rose
+// 30% more than the load.
+func (r *reader) stepsBeyondLoad() float64 {
+	slow := maxOf(r.rel(m.TPOT), r.rel(m.DecodeTime))
+	load := maxOf(1, r.rel(m.ThroughputRPS), r.rel(m.ArrivalRPS)) * maxOf(1, r.rel(m.MeanPromptTokens))
+	if slow <= 1 {
+		return 0
+	}
+	return ramp(math.Log(slow/load), math.Log(1.1), math.Log(1.3))
+}
+
 // slowerSteps is how clearly the time per output token rose: 0 below
 // lo times its baseline, 1 at hi times and a clear z.
 func (r *reader) slowerSteps(lo, hi float64) float64 {
@@ -327,7 +347,10 @@ func scoreMemoryBandwidth(r *reader) float64 {
 		return 0
 	}
 	notThrottled := 1 - 0.6*r.down(m.SMClock)
-	byLoad := maxOf(r.bothUp(m.RunningSeqs), r.up(m.ThroughputRPS), r.up(m.MeanPromptTokens))
+	// A bigger batch only explains slower steps when load made it bigger;
+	// a batch that grew because each step got slower is the slow step's
+	// symptom (stepsBeyondLoad).
+	byLoad := maxOf(r.bothUp(m.RunningSeqs), r.up(m.ThroughputRPS), r.up(m.MeanPromptTokens)) * (1 - r.stepsBeyondLoad())
 	r.noteIf(dram, m.DRAMActive, remarkBandwidth)
 	r.noteIf(clk, m.MemClock, "")
 	r.noteIf(tpotUp, m.TPOT, remarkDecodeBound)
