@@ -194,7 +194,12 @@ func scoreQueueBacklog(r *reader) float64 {
 	if queued == 0 {
 		return 0
 	}
-	load := maxOf(r.up(m.ArrivalRPS), r.up(m.ThroughputRPS), 0.7*r.bothUp(m.RunningSeqs))
+	// A bigger batch is more load only when requests are served at least
+	// as fast: by Little's law, more sequences running at lower
+	// throughput, or behind steps that slowed beyond the load, stay
+	// longer rather than arrive more often.
+	batchLoad := 0.7 * r.bothUp(m.RunningSeqs) * (1 - r.down(m.ThroughputRPS)) * (1 - r.stepsBeyondLoad())
+	load := maxOf(r.up(m.ArrivalRPS), r.up(m.ThroughputRPS), batchLoad)
 	if a, ok := r.in.Snapshot.Current.Get(m.ArrivalRPS); ok {
 		if t, ok := r.in.Snapshot.Current.Get(m.ThroughputRPS); ok && t > 0 {
 			load = maxOf(load, ramp(a/t, 1.02, 1.2))
@@ -228,7 +233,10 @@ func scoreQueueBacklog(r *reader) float64 {
 	// while no more requests arrive is capacity lost, and the cause that
 	// slowed the steps explains it.
 	lost := r.slowerSteps(1.15, 1.5) * (1 - r.moreArrivals())
-	return (0.35*queued + 0.15*share + 0.25*load + 0.15*busy + 0.1*held) * (1 - 0.5*idle) * (1 - 0.6*shrunk) * (1 - 0.6*lost)
+	// The same checks hold for the absolute reading of a deep queue.
+	notLoad := (1 - 0.5*idle) * (1 - 0.6*shrunk) * (1 - 0.6*lost)
+	r.absDiscount = 1 - notLoad
+	return (0.35*queued + 0.15*share + 0.25*load + 0.15*busy + 0.1*held) * notLoad
 }
 
 // admissionCapped is how clearly a queue grew that neither more load nor

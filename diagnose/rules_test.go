@@ -145,3 +145,30 @@ func TestStepsBeyondLoad(t *testing.T) {
 		t.Errorf("bandwidth score %.2f with a batch that slower steps grew, want at least 0.6", f.Score)
 	}
 }
+
+// TestAbsoluteQueueDiscounted: a queue far deeper than the running batch
+// reads as a backlog from the current values alone; when the batch shrank
+// at flat throughput (the scheduler admits fewer sequences), the rule's
+// physical checks discount that absolute reading too, and a real backlog
+// keeps it.
+func TestAbsoluteQueueDiscounted(t *testing.T) {
+	queue := ruleFunc{m.CauseQueueBacklog, scoreQueueBacklog, nil}
+	tests := []struct {
+		name   string
+		fault  m.Values
+		lo, hi float64
+	}{
+		{"backlog of load", faults[m.CauseQueueBacklog], 0.6, 1},
+		{"queue behind a shrunk batch", m.Values{m.QueueDepth: 40, m.QueueTime: 30000, m.E2E: 33000, m.RunningSeqs: 4, m.SMUtil: 0.95, m.TensorActive: 0.07}, 0, 0.45},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := synth(23, tc.fault)
+			base, counts := deviationsAndCounts(s)
+			f := blendAbsolute(queue.Evaluate(Input{Snapshot: s, Baseline: base}), s, base, baselineValues(base, counts))
+			if f.Score < tc.lo || f.Score > tc.hi {
+				t.Errorf("queue backlog score %.2f, want %.2f-%.2f", f.Score, tc.lo, tc.hi)
+			}
+		})
+	}
+}
