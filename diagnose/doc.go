@@ -31,7 +31,12 @@
 //     (underutilisation), not a backlog; causes that add prefill cannot
 //     make the GPU compute less; failures well past a healthy rate while
 //     waiting is a small share of the request are the engine's own, not
-//     queue timeouts behind another cause; and a change of traffic volume
+//     queue timeouts behind another cause; a running batch that grew
+//     because each step got slower (by Little's law the batch is
+//     throughput x time in the engine), or at lower throughput, is the
+//     slow step's symptom, not load, and load explains a slower step only
+//     up to what it grew; a rule's physical checks discount its absolute
+//     signature as well as its own score; and a change of traffic volume
 //     that users do not feel (no latency or error impact) is not an
 //     incident even when no rule fits;
 //   - calibration: a fixed, documented mapping from the winning score and its
