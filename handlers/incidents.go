@@ -29,6 +29,8 @@ type Archive interface {
 	Accuracy(ctx context.Context, f store.AccuracyFilter) (store.Accuracy, error)
 	CauseStats(ctx context.Context, id string, cases int) (store.CauseStats, error)
 	AllCauseStats(ctx context.Context) ([]store.CauseStats, error)
+	Diagnoses(ctx context.Context, incidentID int64) ([]store.Diagnosis, error)
+	ReviewQueue(ctx context.Context, f store.QueueFilter) (store.Queue, error)
 }
 
 // IncidentDeps are the dependencies of the incident archive's handlers.
@@ -126,7 +128,10 @@ const (
 	RouteIncidentRevoke     = "incident.share.revoke"
 	RouteIncidentPostmortem = "incident.postmortem"
 	RouteIncidentPrint      = "incident.print"
+	RouteIncidentPreview    = "incident.preview"
+	RouteReviewQueue        = "review.queue"
 	RouteShareShow          = "share.show"
+	RouteSharePreview       = "share.preview"
 	RouteAccuracy           = "accuracy.show"
 	RouteKBList             = "kb.list"
 	RouteKBShow             = "kb.show"
@@ -149,7 +154,10 @@ func (h *Incidents) Register(g *echo.Group) {
 	g.POST("/incidents/:id/shares/:share/revoke", h.Revoke).Name = RouteIncidentRevoke
 	g.GET("/incidents/:id/postmortem.md", h.Postmortem).Name = RouteIncidentPostmortem
 	g.GET("/incidents/:id/print", h.Print).Name = RouteIncidentPrint
+	g.GET("/incidents/:id/preview.png", h.Preview).Name = RouteIncidentPreview
+	g.GET("/review", h.Queue).Name = RouteReviewQueue
 	g.GET("/share/:token", h.Shared).Name = RouteShareShow
+	g.GET("/share/:token/preview.png", h.SharedPreview).Name = RouteSharePreview
 	g.GET("/accuracy", h.kb.Accuracy).Name = RouteAccuracy
 	g.GET("/kb", h.kb.KB).Name = RouteKBList
 	g.GET("/kb/:cause", h.kb.KBCause).Name = RouteKBShow

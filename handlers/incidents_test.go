@@ -230,7 +230,7 @@ func TestIncidentPageWorkflow(t *testing.T) {
 		t.Fatalf("GET %s: %d %.500s", path, r.status, r.body)
 	}
 	for _, w := range []string{`data-testid="incident"`, `data-testid="panel-latency"`, `data-testid="panel-quality"`,
-		`data-testid="chart-marker"`, `data-testid="diagnosis"`, `data-root-cause="kv_cache_eviction"`, `data-testid="label-form"`,
+		`data-testid="chart-marker"`, `data-testid="diagnosis"`, `data-root-cause="kv_cache_eviction"`, `data-testid="review-correct"`, `data-testid="review-wrong-form"`,
 		`data-testid="similar-row"`, `inc-118`, `data-testid="incident-title">&lt;script&gt;alert(`, `data-testid="nav"`, `Alertmanager alert VLLMHighTTFT`} {
 		if !strings.Contains(r.body, w) {
 			t.Errorf("incident page lacks %q", w)

@@ -63,6 +63,9 @@ var RoutePolicies = map[string]Policy{
 	RouteLoginPost:          PolicyPublic,
 	RouteLogout:             PolicyPublic,
 	handlers.RouteShareShow: PolicyPublic,
+	// The share link's preview picture: the token is the credential, as
+	// for its page, and it shows no more than the page.
+	handlers.RouteSharePreview: PolicyPublic,
 
 	handlers.RouteAPIAlertmanager: PolicyWebhook,
 
@@ -76,6 +79,8 @@ var RoutePolicies = map[string]Policy{
 	handlers.RouteIncidentShow:         PolicyViewer,
 	handlers.RouteIncidentPostmortem:   PolicyViewer,
 	handlers.RouteIncidentPrint:        PolicyViewer,
+	handlers.RouteIncidentPreview:      PolicyViewer,
+	handlers.RouteReviewQueue:          PolicyViewer,
 	handlers.RouteAccuracy:             PolicyViewer,
 	handlers.RouteKBList:               PolicyViewer,
 	handlers.RouteKBShow:               PolicyViewer,
@@ -144,7 +149,7 @@ type route struct {
 // cookieless are the routes that never set a cookie: they render no form
 // (a share link's page must not track its reader).
 var cookieless = map[string]bool{
-	handlers.RouteShareShow: true, RouteStatic: true, RouteHealthz: true, RouteReadyz: true, RouteMetrics: true,
+	handlers.RouteShareShow: true, handlers.RouteSharePreview: true, RouteStatic: true, RouteHealthz: true, RouteReadyz: true, RouteMetrics: true,
 }
 
 // routeTable maps "METHOD path" of every registered route to its name
