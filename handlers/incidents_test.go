@@ -299,7 +299,7 @@ func TestIncidentPageWorkflow(t *testing.T) {
 		t.Error("postmortem carries raw HTML")
 	}
 	r = f.do(t, http.MethodGet, path+"/print", nil, nil)
-	if r.status != 200 || !strings.Contains(r.body, "<svg") || strings.Contains(r.body, `data-testid="label-form"`) || strings.Contains(r.body, `data-testid="nav"`) {
+	if r.status != 200 || !strings.Contains(r.body, "<svg") || strings.Contains(r.body, `data-testid="review-correct"`) || strings.Contains(r.body, `data-testid="nav"`) {
 		t.Errorf("print page: status %d, svg %v, forms or nav present", r.status, strings.Contains(r.body, "<svg"))
 	}
 }
