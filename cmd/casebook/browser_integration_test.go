@@ -38,7 +38,7 @@ func TestBrowserFlow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test starts casebook and chromium")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // the demo back-fill alone takes up to 150 s on a busy machine
 	defer cancel()
 
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))

@@ -34,7 +34,7 @@ func TestBrowserReview(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test starts casebook and chromium")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	const token = "review-test-webhook-token"
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
