@@ -83,7 +83,7 @@ func (f *authFixture) token(t testing.TB, name, scope string) string {
 var wantPolicy = map[string]web.Policy{
 	"health.live": web.PolicyPublic, "health.ready": web.PolicyPublic, "static": web.PolicyPublic,
 	"session.login.form": web.PolicyPublic, "session.login": web.PolicyPublic, "session.logout": web.PolicyPublic,
-	"share.show": web.PolicyPublic,
+	"share.show": web.PolicyPublic, "share.preview": web.PolicyPublic,
 
 	"api.alert.alertmanager": web.PolicyWebhook,
 
@@ -94,6 +94,7 @@ var wantPolicy = map[string]web.Policy{
 	"kb.show": web.PolicyViewer, "api.incident.list": web.PolicyViewer, "api.incident.show": web.PolicyViewer,
 	"api.incident.export": web.PolicyViewer, "api.incident.trace.list": web.PolicyViewer,
 	"change.show": web.PolicyViewer, "api.change.list": web.PolicyViewer,
+	"incident.preview": web.PolicyViewer, "review.queue": web.PolicyViewer,
 
 	"diagnosis.create.model": web.PolicyReviewer, "diagnosis.create.instance": web.PolicyReviewer,
 	"api.diagnosis.create": web.PolicyReviewer, "fault.create": web.PolicyReviewer, "fault.clear": web.PolicyReviewer,

@@ -25,6 +25,8 @@ func (h *Incidents) Show(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	base := h.baseURL(c)
+	v.Layout.Card = card(v, base+route.URL(route.IncidentShow, v.ID), base+incidentPreviewPath(v.ID))
 	return render(c, http.StatusOK, views.IncidentPage(v))
 }
 
@@ -50,6 +52,9 @@ func (h *Incidents) Shared(c echo.Context) error {
 		return archiveError(err, "token")
 	}
 	v := h.buildView(ctx, p, nil, true)
+	base := h.baseURL(c)
+	tok := c.Param("token") // resolved above: a live link
+	v.Layout.Card = card(v, base+sharePath(tok), base+sharePreviewPath(tok))
 	c.Response().Header().Set("Referrer-Policy", "no-referrer")
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return render(c, http.StatusOK, views.IncidentSharedPage(v))
@@ -79,6 +84,7 @@ func (h *Incidents) incidentView(c echo.Context, readOnly bool) (views.IncidentV
 			return views.IncidentView{}, err
 		}
 		v.Causes = causeOptions(causes)
+		v.Review = reviewControls(v.ID, v.Current.D.RootCause, v.Verdict, v.TrueCauseTitle, v.Causes, "")
 	}
 	return v, nil
 }
@@ -210,12 +216,7 @@ func archivedPanels(inc store.Incident) []views.IncidentPanel {
 			byID[s.Metric] = s.Samples
 		}
 	}
-	trigger := inc.OpenedAt
-	if inc.Alert != nil && !inc.Alert.StartsAt.IsZero() {
-		trigger = inc.Alert.StartsAt
-	} else if !inc.Snapshot.At.IsZero() {
-		trigger = inc.Snapshot.At
-	}
+	trigger := triggerTime(inc)
 	step := 30 * time.Second
 	for _, s := range inc.Windows {
 		if len(s.Samples) > 1 {
@@ -267,12 +268,15 @@ func timeline(p store.Page, causeTitle func(string) string) []views.TimelineEntr
 	return out
 }
 
-// Label records a review from the incident page's form.
+// Label records a review from the incident page's or the queue's
+// buttons. A form post is redirected back (to the queue it came from, or
+// the incident); the console's script asks for JSON and stays on the page.
 func (h *Incidents) Label(c echo.Context) error {
 	id, err := incidentID(c)
 	if err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
 	l := store.NewLabel{
 		IncidentID: id,
 		Verdict:    store.Verdict(c.FormValue("verdict")),
@@ -282,26 +286,39 @@ func (h *Incidents) Label(c echo.Context) error {
 		Note:       strings.TrimSpace(c.FormValue("note")),
 		At:         h.d.Now(),
 	}
-	if l.Verdict == store.VerdictCorrect {
-		l.TrueCause, l.NewCause = "", "" // the diagnosed cause; the form sends its picker anyway
+	switch {
+	case l.Verdict == store.VerdictCorrect:
+		l.TrueCause, l.NewCause = "", "" // the diagnosed cause
+	case l.TrueCause != "":
+		l.NewCause = "" // the picker's cause button was pressed, not "Save new cause"
 	}
-	if _, err := h.d.Service.Review(c.Request().Context(), l); err != nil {
+	label, err := h.d.Service.Review(ctx, l)
+	if err != nil {
 		return archiveError(err, "verdict")
 	}
-	return redirect(c, route.URL(route.IncidentShow, id))
+	if wantsJSON(c) {
+		title := h.d.Service.CauseTitles(ctx)
+		return c.JSON(http.StatusOK, reviewResult{Incident: id, Verdict: string(label.Verdict), TrueCause: label.TrueCause,
+			By: label.By, State: views.VerdictState(string(label.Verdict), title(label.TrueCause))})
+	}
+	return redirect(c, reviewNext(c, id))
 }
 
-// Note adds a note from the incident page's form.
+// Note adds a note from the incident page's or the queue's form.
 func (h *Incidents) Note(c echo.Context) error {
 	id, err := incidentID(c)
 	if err != nil {
 		return err
 	}
 	n := store.NewNote{IncidentID: id, Author: author(c, c.FormValue("by")), Body: c.FormValue("body"), At: h.d.Now()}
-	if _, err := h.d.Service.AddNote(c.Request().Context(), n); err != nil {
+	saved, err := h.d.Service.AddNote(c.Request().Context(), n)
+	if err != nil {
 		return archiveError(err, "body")
 	}
-	return redirect(c, route.URL(route.IncidentShow, id))
+	if wantsJSON(c) {
+		return c.JSON(http.StatusOK, reviewResult{Incident: id, By: saved.Author})
+	}
+	return redirect(c, reviewNext(c, id))
 }
 
 // Rediagnose diagnoses the archived snapshot again with the current engine;
@@ -355,11 +372,7 @@ func (h *Incidents) Share(c echo.Context) error {
 }
 
 func (h *Incidents) shareURL(c echo.Context, token string) string {
-	base := strings.TrimSuffix(h.d.BaseURL, "/")
-	if base == "" {
-		base = c.Scheme() + "://" + c.Request().Host
-	}
-	return base + route.URL(route.ShareShow, token)
+	return h.baseURL(c) + sharePath(token)
 }
 
 // Revoke revokes a share link of the incident.

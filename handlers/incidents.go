@@ -29,6 +29,8 @@ type Archive interface {
 	Accuracy(ctx context.Context, f store.AccuracyFilter) (store.Accuracy, error)
 	CauseStats(ctx context.Context, id string, cases int) (store.CauseStats, error)
 	AllCauseStats(ctx context.Context) ([]store.CauseStats, error)
+	Diagnoses(ctx context.Context, incidentID int64) ([]store.Diagnosis, error)
+	ReviewQueue(ctx context.Context, f store.QueueFilter) (store.Queue, error)
 }
 
 // IncidentDeps are the dependencies of the incident archive's handlers.

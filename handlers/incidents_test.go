@@ -217,7 +217,7 @@ func TestIncidentPageWorkflow(t *testing.T) {
 		t.Fatalf("GET %s: %d %.500s", path, r.status, r.body)
 	}
 	for _, w := range []string{`data-testid="incident"`, `data-testid="panel-latency"`, `data-testid="panel-quality"`,
-		`data-testid="chart-marker"`, `data-testid="diagnosis"`, `data-root-cause="kv_cache_eviction"`, `data-testid="label-form"`,
+		`data-testid="chart-marker"`, `data-testid="diagnosis"`, `data-root-cause="kv_cache_eviction"`, `data-testid="review-correct"`, `data-testid="review-wrong-form"`,
 		`data-testid="similar-row"`, `inc-118`, `data-testid="incident-title">&lt;script&gt;alert(`, `data-testid="nav"`, `Alertmanager alert VLLMHighTTFT`} {
 		if !strings.Contains(r.body, w) {
 			t.Errorf("incident page lacks %q", w)
@@ -286,7 +286,7 @@ func TestIncidentPageWorkflow(t *testing.T) {
 		t.Error("postmortem carries raw HTML")
 	}
 	r = f.do(t, http.MethodGet, path+"/print", nil, nil)
-	if r.status != 200 || !strings.Contains(r.body, "<svg") || strings.Contains(r.body, `data-testid="label-form"`) || strings.Contains(r.body, `data-testid="nav"`) {
+	if r.status != 200 || !strings.Contains(r.body, "<svg") || strings.Contains(r.body, `data-testid="review-correct"`) || strings.Contains(r.body, `data-testid="nav"`) {
 		t.Errorf("print page: status %d, svg %v, forms or nav present", r.status, strings.Contains(r.body, "<svg"))
 	}
 }

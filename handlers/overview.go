@@ -117,7 +117,7 @@ func (d *Deps) row(ctx context.Context, s metrics.Scope, now time.Time) (views.S
 		}
 		return r, 0
 	}
-	dev := d.Deviations(snap)
+	dev := d.deviations(snap)
 	type anomaly struct {
 		id string
 		z  float64
@@ -141,7 +141,15 @@ func (d *Deps) row(ctx context.Context, s metrics.Scope, now time.Time) (views.S
 			cell.Metrics = append(cell.Metrics, metricCell(snap, dev, id))
 		}
 		r.Dims = append(r.Dims, cell)
-		r.Status = views.Worse(r.Status, scopeImpact(dim, cell.Status))
+	}
+	felt := views.StatusNoData // what users feel: latency and quality
+	for i, dim := range metrics.Dimensions {
+		if !loadDriven(dim) {
+			felt = views.Worse(felt, r.Dims[i].Status)
+		}
+	}
+	for i, dim := range metrics.Dimensions {
+		r.Status = views.Worse(r.Status, scopeImpact(dim, r.Dims[i].Status, felt))
 	}
 	sort.Slice(anomalies, func(i, j int) bool { return math.Abs(anomalies[i].z) > math.Abs(anomalies[j].z) })
 	var parts []string
@@ -160,15 +168,39 @@ func (d *Deps) row(ctx context.Context, s metrics.Scope, now time.Time) (views.S
 	return r, top
 }
 
-// scopeImpact is how much a dimension's status counts toward the scope's
-// badge. Users feel latency and quality; throughput and utilization move
-// with load (a morning ramp is several sigma off the hour before), so on
-// their own they make a scope worth a look, never critical.
-func scopeImpact(dim metrics.Dimension, st views.Status) views.Status {
-	if (dim == metrics.Throughput || dim == metrics.Utilization) && st == views.StatusCritical {
-		return views.StatusWarning
+// deviations are the status deviations of snap: Deviations, with the
+// p99 latencies of a window too thin to have a tail left unjudged.
+func (d *Deps) deviations(snap metrics.Snapshot) map[string]diagnose.Deviation {
+	dev := d.Deviations(snap)
+	for id, x := range dev {
+		if x.Anomalous && !metrics.TailJudgeable(id, snap.Current) {
+			x.Anomalous = false
+			dev[id] = x
+		}
 	}
-	return st
+	return dev
+}
+
+// scopeImpact is how much a dimension's status counts toward the scope's
+// badge, given felt, the worst status of the dimensions users feel
+// (latency and quality). Throughput and utilization move with load (a
+// morning ramp or a burst of traffic is several sigma off the hour
+// before): on their own they make a scope worth a look (info), and beside
+// a latency or quality deviation at most a warning, never critical.
+func scopeImpact(dim metrics.Dimension, st, felt views.Status) views.Status {
+	if !loadDriven(dim) {
+		return st
+	}
+	limit := views.StatusInfo
+	if felt >= views.StatusWarning {
+		limit = views.StatusWarning
+	}
+	return min(st, limit)
+}
+
+// loadDriven reports the dimensions that follow the offered load.
+func loadDriven(dim metrics.Dimension) bool {
+	return dim == metrics.Throughput || dim == metrics.Utilization
 }
 
 func metricCell(snap metrics.Snapshot, dev map[string]diagnose.Deviation, id string) views.MetricCell {

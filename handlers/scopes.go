@@ -188,7 +188,7 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 	if snap, err := h.d.Telemetry.Snapshot(ctx, scope, w.To); err != nil {
 		h.d.Logger.WarnContext(ctx, "scopes: snapshot for status failed", "scope", scope.String(), "err", err)
 	} else {
-		dev := h.d.Deviations(snap)
+		dev := h.d.deviations(snap)
 		for id, v := range snap.Current {
 			d, ok := dev[id]
 			status[id] = views.StatusOf(id, d, ok)

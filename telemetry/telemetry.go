@@ -34,7 +34,11 @@ type Options struct {
 	GPUInstanceLabel  string
 	GPUNamespaceLabel string
 	DCGM              string // "", "embedded" or a host:port of nv-hostengine
-	Logger            *slog.Logger
+	// DemoBackfill is how much history demo mode back-fills before it
+	// scrapes live; zero means a week, so that baselines and weekly
+	// seasonality work at once. Tests that need an hour use less.
+	DemoBackfill time.Duration
+	Logger       *slog.Logger
 
 	// Retentions of the embedded tiers (DataDir/tsdb raw, tsdb-1m and
 	// tsdb-1h aggregates); zero means 24 h, 30 days and 365 days.
@@ -91,7 +95,14 @@ type Telemetry struct {
 // A source that cannot be reached (a Prometheus that is down, a target,
 // DCGM without its library) does not fail Open: it shows in Status.
 func Open(ctx context.Context, opts Options) (*Telemetry, error) {
-	return open(ctx, opts, demoBackfill)
+	backfill := demoBackfill
+	if opts.DemoBackfill < 0 {
+		return nil, fmt.Errorf("telemetry: demo back-fill %s is negative", opts.DemoBackfill)
+	}
+	if opts.DemoBackfill > 0 {
+		backfill = opts.DemoBackfill
+	}
+	return open(ctx, opts, backfill)
 }
 
 func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry, error) {

@@ -51,5 +51,5 @@ func (pol Policy) Allows(p auth.Principal) bool {
 // cookieless are the routes that never set a cookie: they render no form
 // (a share link's page must not track its reader).
 var cookieless = map[route.Name]bool{
-	route.ShareShow: true, route.Static: true, route.Healthz: true, route.Readyz: true, route.Metrics: true,
+	route.ShareShow: true, route.SharePreview: true, route.Static: true, route.Healthz: true, route.Readyz: true, route.Metrics: true,
 }

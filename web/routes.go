@@ -89,8 +89,13 @@ func routeTable(h *handlers.Handlers, opts Options, om *observability) []entry {
 			{route.IncidentRevoke, post, PolicyAdmin, inc.Revoke},
 			{route.IncidentPostmortem, get, PolicyViewer, inc.Postmortem},
 			{route.IncidentPrint, get, PolicyViewer, inc.Print},
+			{route.IncidentPreview, get, PolicyViewer, inc.Preview},
+			{route.ReviewQueue, get, PolicyViewer, inc.Queue},
 			// The share link's token is the credential; the handler checks it.
 			{route.ShareShow, get, PolicyPublic, inc.Shared},
+			// The share link's preview picture: the token is the credential,
+			// as for its page, and it shows no more than the page.
+			{route.SharePreview, get, PolicyPublic, inc.SharedPreview},
 			{route.Accuracy, get, PolicyViewer, inc.Knowledge.Accuracy},
 			{route.KBList, get, PolicyViewer, inc.Knowledge.KB},
 			{route.KBShow, get, PolicyViewer, inc.Knowledge.KBCause},

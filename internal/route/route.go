@@ -58,7 +58,10 @@ const (
 	IncidentRevoke     Name = "incident.share.revoke"     // /incidents/:id/shares/:share/revoke
 	IncidentPostmortem Name = "incident.postmortem"       // /incidents/:id/postmortem.md
 	IncidentPrint      Name = "incident.print"            // /incidents/:id/print
+	IncidentPreview    Name = "incident.preview"          // /incidents/:id/preview.png
+	ReviewQueue        Name = "review.queue"              // /review
 	ShareShow          Name = "share.show"                // /share/:token
+	SharePreview       Name = "share.preview"             // /share/:token/preview.png
 	Accuracy           Name = "accuracy.show"             // /accuracy
 	KBList             Name = "kb.list"                   // /kb
 	KBShow             Name = "kb.show"                   // /kb/:cause
@@ -131,7 +134,10 @@ var patterns = map[Name]string{
 	IncidentRevoke:     "/incidents/:id/shares/:share/revoke",
 	IncidentPostmortem: "/incidents/:id/postmortem.md",
 	IncidentPrint:      "/incidents/:id/print",
+	IncidentPreview:    "/incidents/:id/preview.png",
+	ReviewQueue:        "/review",
 	ShareShow:          "/share/:token",
+	SharePreview:       "/share/:token/preview.png",
 	Accuracy:           "/accuracy",
 	KBList:             "/kb",
 	KBShow:             "/kb/:cause",
