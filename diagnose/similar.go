@@ -492,21 +492,32 @@ func scanNearest(q *code, vecs []uint64, k int) []hit {
 		// Two byte-wise |a-b| (at most 126 each) add without carrying
 		// out of a byte; the lanes fold then widens them.
 		s := laneSum(lanes(absDiff(q0, v[0])+absDiff(q1, v[1])) + lanes(absDiff(q2, v[2])+absDiff(q3, v[3])))
-		if s >= bound {
-			continue
+		if s < bound {
+			heap, bound = keepNearest(heap, k, hit{i, s})
 		}
-		if len(heap) < k {
-			heap = append(heap, hit{i, s})
-			siftUp(heap, len(heap)-1)
-			if len(heap) == k {
-				bound = heap[0].d
-			}
-			continue
-		}
-		heap[0] = hit{i, s}
-		siftDown(heap, 0)
-		bound = heap[0].d
 	}
+	return sortHits(heap)
+}
+
+// keepNearest adds x to heap, a max-heap of at most k hits by distance,
+// and returns it with the distance a later hit must beat: the farthest
+// kept once k are kept.
+func keepNearest(heap []hit, k int, x hit) ([]hit, uint32) {
+	if len(heap) < k {
+		heap = append(heap, x)
+		siftUp(heap, len(heap)-1)
+		if len(heap) < k {
+			return heap, math.MaxUint32
+		}
+		return heap, heap[0].d
+	}
+	heap[0] = x
+	siftDown(heap, 0)
+	return heap, heap[0].d
+}
+
+// sortHits orders hits nearest first, ties by index.
+func sortHits(heap []hit) []hit {
 	sort.Slice(heap, func(a, b int) bool {
 		if heap[a].d != heap[b].d {
 			return heap[a].d < heap[b].d

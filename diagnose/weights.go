@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"math"
-	"sort"
 )
 
 // Learned feature weights. The plain L1 distance counts every feature
@@ -152,26 +151,9 @@ func scanNearestWeighted(q *code, vecs []uint64, k int, w *[SigDim]uint32) []hit
 			acc += lanes(d&ms[0][j]) + lanes(d&ms[1][j])<<1 + lanes(d&ms[2][j])<<2 + lanes(d&ms[3][j])<<3
 		}
 		s := laneSum(acc)
-		if s >= bound {
-			continue
+		if s < bound {
+			heap, bound = keepNearest(heap, k, hit{i, s})
 		}
-		if len(heap) < k {
-			heap = append(heap, hit{i, s})
-			siftUp(heap, len(heap)-1)
-			if len(heap) == k {
-				bound = heap[0].d
-			}
-			continue
-		}
-		heap[0] = hit{i, s}
-		siftDown(heap, 0)
-		bound = heap[0].d
 	}
-	sort.Slice(heap, func(a, b int) bool {
-		if heap[a].d != heap[b].d {
-			return heap[a].d < heap[b].d
-		}
-		return heap[a].idx < heap[b].idx
-	})
-	return heap
+	return sortHits(heap)
 }
