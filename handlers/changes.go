@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -90,9 +89,10 @@ type ChangeDeps struct {
 // Changes serves change requests made from an incident's actions and
 // delivers them to the configured webhook.
 type Changes struct {
-	d        ChangeDeps
-	inflight sync.Map // change id -> struct{}: deliveries under way
-	bg       context.Context
+	d ChangeDeps
+	// Jobs deliver requests to the webhook and measure outcomes in the
+	// background; serve runs them.
+	Jobs *change.Jobs
 }
 
 // NewChanges builds the change-request handlers, filling in defaults.
@@ -111,10 +111,11 @@ func NewChanges(bg context.Context, d ChangeDeps) *Changes {
 	if d.CapacityWindow <= 0 {
 		d.CapacityWindow = 15 * time.Minute
 	}
-	if bg == nil {
-		bg = context.Background()
+	jobs := &change.Jobs{Store: d.Store, Webhook: d.Webhook, OutcomeWindow: d.OutcomeWindow, Logger: d.Logger, Now: d.Now}
+	if d.Capture != nil {
+		jobs.Capture = d.Capture.Range
 	}
-	return &Changes{d: d, bg: bg}
+	return &Changes{d: d, Jobs: jobs.Start(bg)}
 }
 
 // APIList returns an incident's change requests as JSON: each with its
@@ -234,7 +235,7 @@ func (h *Changes) Create(c echo.Context) error {
 		return archiveError(err, "id")
 	}
 	if h.d.Webhook != nil {
-		h.startDelivery(stored)
+		h.Jobs.Deliver(stored)
 	}
 	return c.Redirect(http.StatusSeeOther, route.URL(route.ChangeShow, id, stored.ID))
 }
@@ -284,7 +285,7 @@ func (h *Changes) Show(c echo.Context) error {
 	if err != nil {
 		return archiveError(err, "id")
 	}
-	if ch, err = h.measure(ctx, p.Incident.Scope, ch); err != nil {
+	if ch, err = h.Jobs.Measure(ctx, p.Incident.Scope, ch); err != nil {
 		h.d.Logger.WarnContext(ctx, "changes: outcome", "change", ch.ID, "err", err)
 	}
 	return render(c, http.StatusOK, views.ChangePage(h.changeView(p.Incident, ch)))
@@ -331,6 +332,6 @@ func (h *Changes) Deliver(c echo.Context) error {
 	if err != nil {
 		return changeError(err)
 	}
-	h.startDelivery(ch) // a new round of attempts; earlier ones stay on the page
+	h.Jobs.Deliver(ch) // a new round of attempts; earlier ones stay on the page
 	return c.Redirect(http.StatusSeeOther, route.URL(route.ChangeShow, incident, id))
 }

@@ -208,14 +208,14 @@ func TestChangeRequestFromAnIncident(t *testing.T) {
 	if r := postForm(t, f, "/incidents/1/changes/1/status", url.Values{"status": {"applied"}}); r.status != http.StatusSeeOther {
 		t.Fatalf("apply: %d %s", r.status, r.body)
 	}
-	if n, err := changes.MeasureDue(context.Background()); err != nil || n != 0 {
+	if n, err := changes.Jobs.MeasureDue(context.Background()); err != nil || n != 0 {
 		t.Fatalf("measured %d before the window passed (%v)", n, err)
 	}
 	if s := f.get(t, "/incidents/1/changes/1"); !strings.Contains(s.body, `data-testid="change-outcome-due"`) {
 		t.Errorf("the applied change does not say when its outcome is due")
 	}
 	clk.set(end.Add(time.Minute))
-	if n, err := changes.MeasureDue(context.Background()); err != nil || n != 1 {
+	if n, err := changes.Jobs.MeasureDue(context.Background()); err != nil || n != 1 {
 		t.Fatalf("measured %d after the window (%v)", n, err)
 	}
 	measured, err := st.Change(context.Background(), 1, 1)

@@ -288,7 +288,7 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	go con.changes.Run(ctx, time.Minute)
+	go con.changes.Jobs.Run(ctx, time.Minute)
 	if con.watcher != nil {
 		watchCtx, stopWatch := context.WithCancel(ctx)
 		done := make(chan struct{})
