@@ -73,7 +73,9 @@ func frontendMean(hist string) string {
 		fromFrontend("rate("+hist+"_count{$FSEL}[$WINDOW])") + ")"
 }
 
-func sg(note, q string, series ...string) Alternative { return engineAlt(EngineSGLang, note, q, series...) }
+func sg(note, q string, series ...string) Alternative {
+	return engineAlt(EngineSGLang, note, q, series...)
+}
 func trt(note, q string, series ...string) Alternative {
 	return engineAlt(EngineTRTLLM, note, q, series...)
 }
