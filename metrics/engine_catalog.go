@@ -43,6 +43,10 @@ const (
 	noteTriton     = "Triton TensorRT-LLM backend (nv_trt_llm_*, labelled by model)"
 	noteLlamaCpp   = "llama.cpp llama-server --metrics"
 	noteDynamo     = "NVIDIA Dynamo frontend (labelled by model; model-wide, not per worker)"
+	noteSGLangTPOT = "SGLang 0.4 and earlier (time_per_output_token_seconds, renamed inter_token_latency_seconds)"
+	// trtllm-serve's first metrics (NVIDIA/TensorRT-LLM pull 5785, mid
+	// 2025) carried no prefix; only a scope set to TensorRT-LLM reads them.
+	noteTRTBare = "trtllm-serve before the trtllm_ prefix (TensorRT-LLM 1.0)"
 )
 
 func engineAlt(e Engine, note, q string, series ...string) Alternative {
@@ -106,22 +110,28 @@ var engineAlts = map[string][]Alternative{
 	E2E: {
 		engMean(EngineSGLang, noteSGLang, "sglang:e2e_request_latency_seconds"),
 		engMean(EngineTRTLLM, noteTRTLLM, "trtllm_e2e_request_latency_seconds"),
+		engMean(EngineTRTLLM, noteTRTBare, "e2e_request_latency_seconds"),
 	},
 	E2EP99: {
 		engP99(EngineSGLang, noteSGLang, "sglang:e2e_request_latency_seconds"),
 		engP99(EngineTRTLLM, noteTRTLLM, "trtllm_e2e_request_latency_seconds"),
+		engP99(EngineTRTLLM, noteTRTBare, "e2e_request_latency_seconds"),
 	},
 	TTFT: {
 		engMean(EngineSGLang, noteSGLang, "sglang:time_to_first_token_seconds"),
 		engMean(EngineTRTLLM, noteTRTLLM, "trtllm_time_to_first_token_seconds"),
+		engMean(EngineTRTLLM, noteTRTBare, "time_to_first_token_seconds"),
 	},
 	TTFTP99: {
 		engP99(EngineSGLang, noteSGLang, "sglang:time_to_first_token_seconds"),
 		engP99(EngineTRTLLM, noteTRTLLM, "trtllm_time_to_first_token_seconds"),
+		engP99(EngineTRTLLM, noteTRTBare, "time_to_first_token_seconds"),
 	},
 	TPOT: {
 		engMean(EngineSGLang, noteSGLang+": inter-token latency counted per output token", "sglang:inter_token_latency_seconds"),
+		engMean(EngineSGLang, noteSGLangTPOT, "sglang:time_per_output_token_seconds"),
 		engMean(EngineTRTLLM, noteTRTLLM, "trtllm_time_per_output_token_seconds"),
+		engMean(EngineTRTLLM, noteTRTBare, "time_per_output_token_seconds"),
 		llama("1000 * "+llamaRate("llamacpp:tokens_predicted_seconds_total")+" / "+llamaRate("llamacpp:tokens_predicted_total"),
 			"llamacpp:tokens_predicted_seconds_total", "llamacpp:tokens_predicted_total"),
 		engineAlt(EngineLlamaCpp, noteLlamaCpp+": rate gauge since the previous /metrics read",
@@ -129,7 +139,9 @@ var engineAlts = map[string][]Alternative{
 	},
 	TPOTP99: {
 		engP99(EngineSGLang, noteSGLang+": inter-token latency counted per output token", "sglang:inter_token_latency_seconds"),
+		engP99(EngineSGLang, noteSGLangTPOT, "sglang:time_per_output_token_seconds"),
 		engP99(EngineTRTLLM, noteTRTLLM, "trtllm_time_per_output_token_seconds"),
+		engP99(EngineTRTLLM, noteTRTBare, "time_per_output_token_seconds"),
 	},
 	QueueTime: {
 		engMean(EngineSGLang, noteSGLang, "sglang:queue_time_seconds"),
