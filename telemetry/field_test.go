@@ -175,7 +175,7 @@ type fieldCase struct {
 	// nothing joins.
 	// scopes are the engine scopes ("model/pod") the file's named engine
 	// series make, when their labels name them.
-	scopes    []string
+	scopes []string
 	// engine is the engine the file's series name (DetectEngine), or the
 	// one set for it (a target's __engine__) when set is true; every
 	// catalog id then resolves through that engine or is missing with a

@@ -43,7 +43,7 @@ type Options struct {
 	// "vllm", ...). A target's reserved label __engine__ does the same
 	// for its instance.
 	EngineOverrides map[string]string
-	Logger            *slog.Logger
+	Logger          *slog.Logger
 
 	// Retentions of the embedded tiers (DataDir/tsdb raw, tsdb-1m and
 	// tsdb-1h aggregates); zero means 24 h, 30 days and 365 days.
