@@ -25,6 +25,11 @@ type Options struct {
 	// default file (no profiling fields) or the profiling one; "" means
 	// profiling.
 	DCGMFields DCGMFields
+	// Engines are the engines serving the models, in model order and
+	// repeating (model i runs Engines[i % len]); empty means vLLM
+	// everywhere. Each engine's /metrics page carries its own names,
+	// labels, buckets and semantics (see EngineOf).
+	Engines []metrics.Engine
 }
 
 // GatewayPath is where Handler serves the gateway's metrics.
@@ -62,10 +67,11 @@ type model struct {
 	baseReps  int // the replica count the traffic was sized for
 	instances []*instance
 	nextPod   int
-	cfg       EngineConfig // configuration of new replicas
-	gwVia     string       // the path clients take: "" (the gateway), "standby" or "direct"
-	gwReps    int          // gateway replicas in the path (0: 1)
-	noise     float64      // slow load fluctuation, log scale
+	cfg       EngineConfig   // configuration of new replicas
+	gwVia     string         // the path clients take: "" (the gateway), "standby" or "direct"
+	gwReps    int            // gateway replicas in the path (0: 1)
+	noise     float64        // slow load fluctuation, log scale
+	engine    metrics.Engine // the engine whose /metrics the instances serve
 	rng       *rand.Rand
 }
 
@@ -88,13 +94,21 @@ func New(opts Options) *Cluster {
 	}
 	c := &Cluster{seed: opts.Seed, now: opts.Start.UTC(), step: subStep, dcgm: opts.DCGMFields}
 	for i := range opts.Models {
-		c.addModel(modelSpec(i), opts.InstancesPerModel, opts.GPUsPerInstance)
+		e := metrics.EngineVLLM
+		if len(opts.Engines) > 0 {
+			e = opts.Engines[i%len(opts.Engines)]
+		}
+		c.addModelOn(modelSpec(i), opts.InstancesPerModel, opts.GPUsPerInstance, e)
 	}
 	return c
 }
 
 func (c *Cluster) addModel(spec ModelSpec, reps, tp int) {
-	m := &model{spec: spec, index: len(c.models), baseReps: reps, cfg: defaultConfig(spec, tp, reps),
+	c.addModelOn(spec, reps, tp, metrics.EngineVLLM)
+}
+
+func (c *Cluster) addModelOn(spec ModelSpec, reps, tp int, engine metrics.Engine) {
+	m := &model{spec: spec, index: len(c.models), baseReps: reps, cfg: defaultConfig(spec, tp, reps), engine: engine,
 		rng: rand.New(rand.NewPCG(uint64(c.seed), uint64(1000+len(c.models))))}
 	c.models = append(c.models, m)
 	for range reps {
@@ -109,7 +123,7 @@ func (c *Cluster) addInstance(m *model) *instance {
 		host: "gpu-node-" + strconv.Itoa(c.hosts),
 		rng:  rand.New(rand.NewPCG(uint64(c.seed), uint64(m.index*1000+n)))}
 	c.hosts++
-	in.hist = newHistograms(in.cfg.MaxModelLen)
+	in.hist = newHistogramsFor(m.engine, in.cfg.MaxModelLen)
 	in.cnt.acceptedPos = make([]float64, in.cfg.NumSpeculativeTokens)
 	in.setGPUs(c)
 	m.instances = append(m.instances, in)
@@ -143,6 +157,8 @@ func (in *instance) setGPUs(c *Cluster) {
 // Target is one instance's scrape endpoints: paths on Handler.
 type Target struct {
 	Model, Instance, EnginePath, GPUPath string
+	// Engine is the engine whose /metrics EnginePath serves.
+	Engine metrics.Engine
 }
 
 // Targets lists every instance's endpoints, in model then instance order.
@@ -152,7 +168,7 @@ func (c *Cluster) Targets() []Target {
 	var out []Target
 	for _, m := range c.models {
 		for _, in := range m.instances {
-			out = append(out, Target{Model: m.spec.Name, Instance: in.name,
+			out = append(out, Target{Model: m.spec.Name, Instance: in.name, Engine: m.engine,
 				EnginePath: "/engines/" + in.name + "/metrics", GPUPath: "/gpus/" + in.name + "/metrics"})
 		}
 	}
