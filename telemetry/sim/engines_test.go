@@ -124,4 +124,12 @@ func TestScenariosPerEngine(t *testing.T) {
 			t.Errorf("%s: %d cases, want one per label", e, seen[e])
 		}
 	}
+	// The engines run the same incidents: the labels, scopes and times of
+	// each plan agree.
+	for i := 0; i+2 < len(cases); i += 3 {
+		a, b, c := cases[i], cases[i+1], cases[i+2]
+		if a.Label != b.Label || b.Label != c.Label || !a.At.Equal(c.At) || a.Scope != c.Scope {
+			t.Errorf("cases %d-%d run different plans: %s/%s/%s", i, i+2, a.Label, b.Label, c.Label)
+		}
+	}
 }

@@ -20,8 +20,9 @@ type ScenarioOptions struct {
 	// DCGM_FI_DEV_GPU_UTIL, the kernel duty cycle); empty or DCGMProfiling
 	// reads them, except in about 12% of cases that lack them.
 	DCGMFields DCGMFields
-	// Engines are the engines the cases run, each label cycling through
-	// them; empty means vLLM. A case carries its engine and what that
+	// Engines are the engines the cases run: each incident plan runs on
+	// every engine in turn (N cases are N/len(Engines) plans); empty
+	// means vLLM. A case carries its engine and what that
 	// engine cannot report (Snapshot.Engine and Absent).
 	Engines []metrics.Engine
 }
@@ -56,7 +57,7 @@ func Scenarios(opts ScenarioOptions) []metrics.Case {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i] = scenario(opts.Seed, i, opts.DCGMFields == DCGMDefault, caseEngine(opts.Engines, i))
+				out[i] = scenario(opts.Seed, casePlan(opts.Engines, i), opts.DCGMFields == DCGMDefault, caseEngine(opts.Engines, i))
 			}
 		}()
 	}

@@ -6,15 +6,19 @@ import (
 	"github.com/casebook/casebook/metrics"
 )
 
-// caseEngine is the engine corpus case i runs: every label cycles through
-// the engines (labels repeat every len(labels) cases), so each engine gets
-// every cause.
+// caseEngine is the engine corpus case i runs, and casePlan the plan it
+// runs: with k engines, every plan (cause, deployment, time, severity)
+// runs once on each engine in turn, so the engines are compared on the
+// same incidents and differ only in what their metrics show.
 func caseEngine(engines []metrics.Engine, i int) metrics.Engine {
 	if len(engines) == 0 {
 		return metrics.EngineVLLM
 	}
-	n := len(metrics.FaultCauses()) + 1
-	return engines[(i/n)%len(engines)]
+	return engines[i%len(engines)]
+}
+
+func casePlan(engines []metrics.Engine, i int) int {
+	return i / max(1, len(engines))
 }
 
 // engineValues turns the catalog values computed from the vLLM view of
