@@ -214,6 +214,13 @@ func (h *Changes) Create(c echo.Context) error {
 		case err != nil:
 			return badParam("value", "%s", strings.TrimPrefix(err.Error(), "change: "))
 		}
+		if e := p.Incident.Snapshot.Engine; e != "" {
+			// The scope runs another engine: the change is written in its
+			// flags, or refused when it has no equivalent.
+			if pr, err = pr.ForEngine(e); err != nil {
+				return badParam("action", "%s", strings.TrimPrefix(err.Error(), "change: "))
+			}
+		}
 		prop = &pr
 	}
 	var capacity *change.Capacity

@@ -24,6 +24,14 @@ type Coverage struct {
 	// Engine is the scope's engine and what is wrong with it, if
 	// anything; zero for the whole source.
 	Engine EngineStatus
+	// Engines lists, for the whole source, every scope's engine.
+	Engines []ScopeEngine
+}
+
+// ScopeEngine is one scope and its engine.
+type ScopeEngine struct {
+	Scope  metrics.Scope
+	Engine EngineStatus
 }
 
 // Resolved returns the metrics the source computes.
@@ -187,6 +195,15 @@ func (t *Telemetry) Coverage(ctx context.Context, scope metrics.Scope) (Coverage
 	}
 	c := CoverageFor(set, join, gpuOK, status)
 	c.Scope, c.At = scope, now
+	if scope.Model == "" {
+		scopes, engines, err := t.listScopes(ctx)
+		if err != nil {
+			return Coverage{}, fmt.Errorf("telemetry: coverage of the source: %w", err)
+		}
+		for _, s := range scopes {
+			c.Engines = append(c.Engines, ScopeEngine{Scope: s, Engine: t.engineStatus(s, engines[s], instancesOf(s, scopes))})
+		}
+	}
 	return c, nil
 }
 

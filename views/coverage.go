@@ -15,6 +15,18 @@ type CoverageView struct {
 	Joined   []JoinRow
 	Missing  []CoverageRow
 	Resolved []CoverageRow
+	// Engine is the scope's engine by name ("SGLang"), EngineHow how it
+	// was decided ("detected from its sglang: series", "set per target"),
+	// and EngineProblem what keeps its engine metrics from being read
+	// (two engines under one scope, none known, no histograms).
+	Engine, EngineHow, EngineProblem string
+	// Engines lists every scope's engine (the storage page).
+	Engines []EngineRow
+}
+
+// EngineRow is one scope's engine on the storage page.
+type EngineRow struct {
+	Scope, Engine, How, Problem string
 }
 
 // JoinRow is one engine instance and the GPU series joined to it.
