@@ -27,8 +27,8 @@ type EngineFlag struct {
 // (tensorrt_llm/commands/serve.py) and llama.cpp's common/arg.cpp.
 var engineFlags = map[string]map[metrics.Engine]EngineFlag{
 	"gpu_memory_utilization": {
-		metrics.EngineSGLang: {Flag: "--mem-fraction-static", Note: "the share of GPU memory for weights and the KV pool"},
-		metrics.EngineTRTLLM: {Flag: "--kv_cache_free_gpu_memory_fraction", Note: "the share of the memory left after the weights and buffers, not of all memory"},
+		metrics.EngineSGLang:   {Flag: "--mem-fraction-static", Note: "the share of GPU memory for weights and the KV pool"},
+		metrics.EngineTRTLLM:   {Flag: "--kv_cache_free_gpu_memory_fraction", Note: "the share of the memory left after the weights and buffers, not of all memory"},
 		metrics.EngineLlamaCpp: {Note: "llama-server sizes its KV cache by context length (--ctx-size), not by a memory share"},
 	},
 	"max_num_seqs": {

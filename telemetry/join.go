@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
 )
 
 // GPU join labels. dcgm-exporter in Kubernetes mode labels each GPU with
