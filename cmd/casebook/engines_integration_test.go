@@ -28,7 +28,7 @@ func TestMixedFleetRemote(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts real servers")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
 	simAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
@@ -67,9 +67,11 @@ func TestMixedFleetRemote(t *testing.T) {
 		t.Errorf("the vLLM scope page does not name vLLM")
 	}
 
-	// Throttle the SGLang model's first instance and let the rate windows
-	// fill with the fault.
-	fault := `{"cause":"gpu_throttling","model":"` + model + `","instance":"` + instance + `","severity":1}`
+	// A few minutes of normal history, then the SGLang model's draft
+	// model drifts: SGLang reports it through its spec_accept_rate gauge,
+	// which the catalog reads as the rejection rate.
+	time.Sleep(2 * time.Minute)
+	fault := `{"cause":"spec_decode_degradation","model":"` + model + `","instance":"` + instance + `","severity":1}`
 	resp, err := http.Post(simURL+"/faults", "application/json", strings.NewReader(fault))
 	if err != nil {
 		t.Fatal(err)
@@ -110,8 +112,8 @@ func TestMixedFleetRemote(t *testing.T) {
 	if why := inc.Snapshot.Absent[metrics.PrefillTime]; !strings.Contains(why, "SGLang") {
 		t.Errorf("absent prefill_ms says %q, want SGLang's reason", why)
 	}
-	if inc.RootCause != metrics.CauseGPUThrottling {
-		t.Fatalf("incident %d diagnosed %q, want %q; snapshot current: %v", inc.ID, inc.RootCause, metrics.CauseGPUThrottling, inc.Snapshot.Current)
+	if inc.RootCause != metrics.CauseSpecDecodeDegradation {
+		t.Fatalf("incident %d diagnosed %q, want %q; snapshot current: %v", inc.ID, inc.RootCause, metrics.CauseSpecDecodeDegradation, inc.Snapshot.Current)
 	}
 	cancel()
 	<-cbDone
