@@ -150,3 +150,36 @@ func TestForEngineAbsentNamesTheReason(t *testing.T) {
 		t.Errorf("llama.cpp throughput absent = %q", got)
 	}
 }
+
+// Whatever names a scope exposes, detection never panics, names an engine
+// only when one prefix is present, and parses only known ids.
+func FuzzDetectEngine(f *testing.F) {
+	f.Add("vllm:num_requests_running\nsglang:num_running_reqs", " SGLang")
+	f.Add("llamacpp:requests_processing\nDCGM_FI_DEV_GPU_UTIL", "llamacpp")
+	f.Add("", "")
+	f.Fuzz(func(t *testing.T, names, id string) {
+		list := strings.Split(names, "\n")
+		e, err := metrics.DetectEngine(list)
+		if err == nil {
+			n := 0
+			for _, name := range list {
+				if got, ok := metrics.EngineOf(name); ok {
+					n++
+					if got != e {
+						t.Fatalf("detected %q but %q names %q", e, name, got)
+					}
+				}
+			}
+			if n == 0 {
+				t.Fatalf("detected %q from no engine series", e)
+			}
+		} else if !errors.Is(err, metrics.ErrMixedEngines) && !errors.Is(err, metrics.ErrUnknownEngine) {
+			t.Fatalf("unexpected error %v", err)
+		}
+		if pe, err := metrics.ParseEngine(id); err == nil {
+			if _, ok := metrics.LookupEngine(pe); !ok {
+				t.Fatalf("ParseEngine(%q) = %q, not a known engine", id, pe)
+			}
+		}
+	})
+}
