@@ -358,3 +358,18 @@ func (h *Changes) Deliver(c echo.Context) error {
 	h.startDelivery(ch) // a new round of attempts; earlier ones stay on the page
 	return c.Redirect(http.StatusSeeOther, views.ChangePath(incident, id))
 }
+
+// withEngineKnobs says, on a diagnosis panel of a scope that runs another
+// engine than vLLM, how that engine sets each action's knob.
+func withEngineKnobs(p views.DiagnosisPanelView, e metrics.Engine) views.DiagnosisPanelView {
+	if e == "" || e == metrics.EngineVLLM {
+		return p
+	}
+	p.Engine, p.EngineKnobs = metrics.EngineName(e), map[string]string{}
+	for _, a := range p.D.Actions {
+		if a.Knob != "" {
+			p.EngineKnobs[a.Knob] = change.EngineKnob(a.Knob, e)
+		}
+	}
+	return p
+}
