@@ -17,6 +17,15 @@ type Cluster struct {
 	buf []telemetry.Label
 }
 
+// Options is the cluster the console's demo runs: the simulator's
+// defaults, except that the second model's node pool runs dcgm-exporter
+// with its default counter file (no DCGM_FI_PROF_* profiling fields), as
+// many clusters do, so that the demo shows what a scope without them
+// lacks and which rules infer instead.
+func Options() sim.Options {
+	return sim.Options{ModelDCGMFields: map[string]sim.DCGMFields{sim.Models[1].Name: sim.DCGMDefault}}
+}
+
 // Fleet is the demo's mixed fleet: two models on vLLM and one on SGLang,
 // so the console shows engines side by side.
 var Fleet = []metrics.Engine{metrics.EngineVLLM, metrics.EngineVLLM, metrics.EngineSGLang}

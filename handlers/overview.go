@@ -76,7 +76,7 @@ func (d *Deps) scopeRows(ctx context.Context, scopes []metrics.Scope, now time.T
 			defer func() {
 				if p := recover(); p != nil {
 					d.Logger.ErrorContext(ctx, "overview: snapshot panicked", "scope", s.String(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-					rows[i] = views.ScopeRow{Scope: s, Href: views.ScopePath(s, ""), Err: "could not read metrics (internal error)"}
+					rows[i] = views.ScopeRow{Scope: s, Href: views.ScopePath(s, nil), Err: "could not read metrics (internal error)"}
 				}
 			}()
 			rows[i], worst[i] = d.row(ctx, s, now)
@@ -107,7 +107,7 @@ func (d *Deps) scopeRows(ctx context.Context, scopes []metrics.Scope, now time.T
 // row captures one scope and classifies it. The second result is the
 // largest anomalous |z|, for ordering.
 func (d *Deps) row(ctx context.Context, s metrics.Scope, now time.Time) (views.ScopeRow, float64) {
-	r := views.ScopeRow{Scope: s, Href: views.ScopePath(s, "")}
+	r := views.ScopeRow{Scope: s, Href: views.ScopePath(s, nil)}
 	snap, err := d.Telemetry.Snapshot(ctx, s, now)
 	if err != nil {
 		d.Logger.WarnContext(ctx, "overview: snapshot failed", "scope", s.String(), "err", err)

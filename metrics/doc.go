@@ -2,8 +2,10 @@
 // the snapshot contract that outside tools produce and consume, time series
 // types, and the root-cause taxonomy.
 //
-// Every other package reads metric ids, units, bad directions and PromQL from
-// Catalog; nothing else hard-codes a metric name. The package does no I/O.
+// Every other package reads metric ids, units, bad directions, display
+// labels, sentence names and PromQL from Catalog, and cause titles from
+// Causes (CauseTitle); nothing else hard-codes a metric name or a cause
+// title. The package does no I/O.
 //
 // The catalog has an engine dimension: each metric's alternatives belong to
 // one engine (vLLM across its release lines, SGLang, TensorRT-LLM,

@@ -3,7 +3,9 @@
 // page per file with its view-model struct beside it.
 //
 // Views only present data that handlers have already fetched; they import
-// metrics and diagnose types and nothing that does I/O. Generated
+// metrics and diagnose types and nothing that does I/O. Links and form
+// actions are built from route names (internal/route), never by hand;
+// metric labels and cause titles come from the metrics catalog. Generated
 // *_templ.go files are committed; run `go tool templ generate` after editing
 // a .templ file.
 package views

@@ -144,15 +144,6 @@ type IncidentView struct {
 	Now      time.Time
 }
 
-// Path is the incident page's URL.
-func (v IncidentView) Path() string { return IncidentPath(v.ID) }
-
-// IncidentPath is the stable URL of incident id.
-func IncidentPath(id int64) string { return "/incidents/" + strconv.FormatInt(id, 10) }
-
-// Action is the URL of a form action under the incident.
-func (v IncidentView) Action(sub string) string { return v.Path() + "/" + sub }
-
 // Status is the page's status colour from its severity.
 func (v IncidentView) Status() Status { return StatusOfSeverityWord(v.Severity) }
 

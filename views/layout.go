@@ -1,6 +1,10 @@
 package views
 
-import "time"
+import (
+	"time"
+
+	"github.com/casebook/casebook/internal/route"
+)
 
 // Nav entries of the top bar.
 const (
@@ -53,14 +57,14 @@ type navLink struct {
 
 func (l LayoutView) navLinks() []navLink {
 	links := []navLink{
-		{NavOverview, "Overview", "/"},
-		{NavIncidents, "Incidents", "/incidents"},
-		{NavKnowledge, "Knowledge base", "/kb"},
-		{NavAccuracy, "Accuracy", "/accuracy"},
-		{NavStorage, "Storage", "/storage"},
+		{NavOverview, "Overview", route.URL(route.Overview)},
+		{NavIncidents, "Incidents", route.URL(route.IncidentList)},
+		{NavKnowledge, "Knowledge base", route.URL(route.KBList)},
+		{NavAccuracy, "Accuracy", route.URL(route.Accuracy)},
+		{NavStorage, "Storage", route.URL(route.Storage)},
 	}
 	if l.ShowFaults {
-		links = append(links, navLink{NavFaults, "Fault injection", "/faults"})
+		links = append(links, navLink{NavFaults, "Fault injection", route.URL(route.Faults)})
 	}
 	return links
 }

@@ -30,6 +30,10 @@ type Options struct {
 	// everywhere. Each engine's /metrics page carries its own names,
 	// labels, buckets and semantics (see EngineOf).
 	Engines []metrics.Engine
+	// ModelDCGMFields overrides DCGMFields for the GPUs of the models it
+	// names (served model names), as in a cluster whose node pools run
+	// dcgm-exporter with different counter files.
+	ModelDCGMFields map[string]DCGMFields
 }
 
 // GatewayPath is where Handler serves the gateway's metrics.
@@ -73,6 +77,7 @@ type model struct {
 	noise     float64        // slow load fluctuation, log scale
 	engine    metrics.Engine // the engine whose /metrics the instances serve
 	rng       *rand.Rand
+	dcgm      DCGMFields // the counter set of its GPUs' dcgm-exporter
 }
 
 // New builds a cluster with defaults filled in.
@@ -99,6 +104,9 @@ func New(opts Options) *Cluster {
 			e = opts.Engines[i%len(opts.Engines)]
 		}
 		c.addModelOn(modelSpec(i), opts.InstancesPerModel, opts.GPUsPerInstance, e)
+		if f, ok := opts.ModelDCGMFields[c.models[i].spec.Name]; ok && f != "" {
+			c.models[i].dcgm = f
+		}
 	}
 	return c
 }
@@ -108,7 +116,7 @@ func (c *Cluster) addModel(spec ModelSpec, reps, tp int) {
 }
 
 func (c *Cluster) addModelOn(spec ModelSpec, reps, tp int, engine metrics.Engine) {
-	m := &model{spec: spec, index: len(c.models), baseReps: reps, cfg: defaultConfig(spec, tp, reps), engine: engine,
+	m := &model{spec: spec, index: len(c.models), baseReps: reps, cfg: defaultConfig(spec, tp, reps), engine: engine, dcgm: c.dcgm,
 		rng: rand.New(rand.NewPCG(uint64(c.seed), uint64(1000+len(c.models))))}
 	c.models = append(c.models, m)
 	for range reps {
@@ -326,7 +334,7 @@ func (c *Cluster) emitAll(t time.Time, emit func(Sample) error) error {
 	for _, m := range c.models {
 		for _, in := range m.instances {
 			for _, kind := range []pageKind{pageEngine, pageGPU} {
-				if err := in.page(kind, c.dcgm).emit(t, emit); err != nil {
+				if err := in.page(kind, m.dcgm).emit(t, emit); err != nil {
 					return err
 				}
 			}
