@@ -1,6 +1,8 @@
 package change
 
 import (
+	"github.com/casebook/casebook/metrics"
+
 	"fmt"
 	"strings"
 	"time"
@@ -45,7 +47,11 @@ func (r Request) Markdown() string {
 		w("\nAn operational step: no engine configuration changes.\n")
 	}
 	if r.VLLMArgs != "" {
-		w("\n### vLLM arguments\n\n```diff\n%s```\n", r.VLLMArgs)
+		engine := "vLLM"
+		if r.Change != nil && r.Change.Engine != "" {
+			engine = metrics.EngineName(r.Change.Engine)
+		}
+		w("\n### %s arguments\n\n```diff\n%s```\n", engine, r.VLLMArgs)
 	}
 	if r.HelmValues != "" {
 		w("\n### Helm values\n\n```yaml\n%s```\n", r.HelmValues)

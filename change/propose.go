@@ -33,6 +33,27 @@ type Proposal struct {
 	Proposed string `json:"proposed"`  // in the knob's format
 	Rule     string `json:"rule"`      // the action's rule, as written
 	Reason   string `json:"reason"`    // how the value was reached
+	// Engine is the engine whose flags the change is written in; empty
+	// means vLLM. Flag is then that engine's (see Knob.ForEngine).
+	Engine metrics.Engine `json:"engine,omitempty"`
+}
+
+// ForEngine writes the proposal in engine e's terms: its flag for the
+// knob. It fails, saying why, when e has no equivalent of the knob.
+func (p Proposal) ForEngine(e metrics.Engine) (Proposal, error) {
+	k, ok := LookupKnob(p.Knob)
+	if !ok {
+		return p, fmt.Errorf("change: unknown knob %q", p.Knob)
+	}
+	ek, has, note := k.ForEngine(e)
+	if !has {
+		return p, fmt.Errorf("change: %s has no equivalent of %s: %s", metrics.EngineName(e), p.Knob, note)
+	}
+	p.Engine, p.Flag = e, ek.Flag
+	if e == metrics.EngineVLLM {
+		p.Engine = ""
+	}
+	return p, nil
 }
 
 // Propose computes the concrete value of an action's rule. current maps

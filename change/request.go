@@ -31,7 +31,8 @@ type Request struct {
 	Action      Action        `json:"action"`
 	// Change is the configuration change; nil for an operational step.
 	Change *Proposal `json:"change,omitempty"`
-	// VLLMArgs is the change as a vLLM argument diff ("-" before, "+"
+	// VLLMArgs is the change as an argument diff of the scope's engine
+	// (vLLM's, or Proposal.Engine's; "-" before, "+"
 	// after lines); empty for a knob without a flag.
 	VLLMArgs string `json:"vllm_args_diff,omitempty"`
 	// HelmValues is the change as a Helm values fragment (YAML).
@@ -170,7 +171,16 @@ func flagValue(k Knob, v string) string {
 		return k.Flag + " '{\"" + k.ConfigKey + "\": " + v + "}'"
 	}
 	if k.Type == TypeBool {
+		on := true
 		if x, err := k.Parse(v); err == nil && x == 0 {
+			on = false
+		}
+		switch {
+		case inverted(k.Flag) && on:
+			return "(without " + k.Flag + ")"
+		case inverted(k.Flag):
+			return k.Flag
+		case !on:
 			return "--no-" + strings.TrimPrefix(k.Flag, "--")
 		}
 		return k.Flag
@@ -180,6 +190,9 @@ func flagValue(k Knob, v string) string {
 
 func argDiff(p Proposal) string {
 	k, ok := LookupKnob(p.Knob)
+	if ok {
+		k, ok, _ = k.ForEngine(p.Engine)
+	}
 	if !ok || k.Flag == "" {
 		return ""
 	}

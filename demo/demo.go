@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/telemetry"
 	"github.com/casebook/casebook/telemetry/sim"
 )
@@ -25,8 +26,18 @@ func Options() sim.Options {
 	return sim.Options{ModelDCGMFields: map[string]sim.DCGMFields{sim.Models[1].Name: sim.DCGMDefault}}
 }
 
-// New starts a simulated cluster.
-func New(opts sim.Options) *Cluster { return &Cluster{Sim: sim.New(opts)} }
+// Fleet is the demo's mixed fleet: two models on vLLM and one on SGLang,
+// so the console shows engines side by side.
+var Fleet = []metrics.Engine{metrics.EngineVLLM, metrics.EngineVLLM, metrics.EngineSGLang}
+
+// New starts a simulated cluster; without models or engines chosen it is
+// the mixed Fleet.
+func New(opts sim.Options) *Cluster {
+	if opts.Models == 0 && len(opts.Engines) == 0 {
+		opts.Models, opts.Engines = len(Fleet), Fleet
+	}
+	return &Cluster{Sim: sim.New(opts)}
+}
 
 // Handler serves the simulated /metrics endpoints.
 func (c *Cluster) Handler() http.Handler { return c.Sim.Handler() }
@@ -39,8 +50,16 @@ func (c *Cluster) Run(ctx context.Context, tick time.Duration) { c.Sim.Run(ctx, 
 func (c *Cluster) Targets() []telemetry.Target {
 	var out []telemetry.Target
 	for _, st := range c.Sim.Targets() {
+		engine := map[string]string{"job": telemetry.JobEngine, telemetry.GPUInstanceLabel: st.Instance}
+		if st.Engine != "" && st.Engine != metrics.EngineVLLM {
+			engine["job"] = string(st.Engine)
+		}
+		if spec, ok := metrics.LookupEngine(st.Engine); ok && !spec.LabelsModel {
+			// llama-server labels nothing: the scrape names the model.
+			engine["model_name"] = st.Model
+		}
 		out = append(out,
-			telemetry.Target{URL: st.EnginePath, Labels: map[string]string{"job": telemetry.JobEngine, telemetry.GPUInstanceLabel: st.Instance}},
+			telemetry.Target{URL: st.EnginePath, Labels: engine},
 			telemetry.Target{URL: st.GPUPath, Labels: map[string]string{"job": telemetry.JobGPU, telemetry.GPUInstanceLabel: st.Instance}},
 		)
 	}

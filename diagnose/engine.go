@@ -223,6 +223,12 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 	for _, mt := range m.Catalog {
 		if missingSet[mt.ID] {
 			d.Missing = append(d.Missing, mt.ID)
+			if why := s.Absent[mt.ID]; why != "" {
+				// The source said why it cannot provide the metric (its
+				// engine has no equivalent): the rules that need it stood
+				// down for that reason.
+				d.Notes = append(d.Notes, fmt.Sprintf(noteAbsent, mt.ID, why))
+			}
 		}
 	}
 	return d

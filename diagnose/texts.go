@@ -91,6 +91,9 @@ var absRemark = map[string]string{
 const (
 	noteNoBaseline    = "No usable history: the diagnosis rests on absolute limits only, so its confidence is lowered."
 	noteShortBaseline = "Only part of the metrics have a baseline (%.0f%%); the confidence is lowered accordingly."
+	// noteAbsent: a metric the rules wanted that the scope's source cannot
+	// provide, and why (the snapshot's Absent).
+	noteAbsent = "Could not check %s: %s; the rules that need it stood down."
 	// noteNoProfiling: the named cause lives on the GPU and the DCGM
 	// profiling fields were not collected.
 	noteNoProfiling = "The DCGM profiling fields (DCGM_FI_PROF_DRAM_ACTIVE, _SM_ACTIVE, _PIPE_TENSOR_ACTIVE) are not collected, as in dcgm-exporter's default counters: GPU activity is read from GPU_UTIL, the share of time any kernel runs, which stays near 100% whenever the engine is busy, so the cause is inferred from step time, batch size, token rate and power, and the confidence is lowered."

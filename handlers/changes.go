@@ -198,6 +198,13 @@ func (h *Changes) Create(c echo.Context) error {
 		case err != nil:
 			return badParam("value", "%s", strings.TrimPrefix(err.Error(), "change: "))
 		}
+		if e := p.Incident.Snapshot.Engine; e != "" {
+			// The scope runs another engine: the change is written in its
+			// flags, or refused when it has no equivalent.
+			if pr, err = pr.ForEngine(e); err != nil {
+				return badParam("action", "%s", strings.TrimPrefix(err.Error(), "change: "))
+			}
+		}
 		prop = &pr
 	}
 	var capacity *change.Capacity
@@ -334,4 +341,19 @@ func (h *Changes) Deliver(c echo.Context) error {
 	}
 	h.Jobs.Deliver(ch) // a new round of attempts; earlier ones stay on the page
 	return c.Redirect(http.StatusSeeOther, route.URL(route.ChangeShow, incident, id))
+}
+
+// withEngineKnobs says, on a diagnosis panel of a scope that runs another
+// engine than vLLM, how that engine sets each action's knob.
+func withEngineKnobs(p views.DiagnosisPanelView, e metrics.Engine) views.DiagnosisPanelView {
+	if e == "" || e == metrics.EngineVLLM {
+		return p
+	}
+	p.Engine, p.EngineKnobs = metrics.EngineName(e), map[string]string{}
+	for _, a := range p.D.Actions {
+		if a.Knob != "" {
+			p.EngineKnobs[a.Knob] = change.EngineKnob(a.Knob, e)
+		}
+	}
+	return p
 }

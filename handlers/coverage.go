@@ -58,6 +58,11 @@ func CoverageView(c telemetry.Coverage) *views.CoverageView {
 		v.Joined = append(v.Joined, views.JoinRow{Instance: inst, GPUs: n})
 	}
 	sort.Slice(v.Joined, func(i, j int) bool { return v.Joined[i].Instance < v.Joined[j].Instance })
+	v.Engine, v.EngineHow, v.EngineProblem = engineWords(c.Engine)
+	for _, se := range c.Engines {
+		name, how, problem := engineWords(se.Engine)
+		v.Engines = append(v.Engines, views.EngineRow{Scope: se.Scope.String(), Engine: name, How: how, Problem: problem})
+	}
 	for _, r := range c.Resolutions {
 		row := views.CoverageRow{Metric: r.ID, Label: views.MetricLabel(r.ID)}
 		if r.OK {
@@ -81,6 +86,24 @@ func CoverageView(c telemetry.Coverage) *views.CoverageView {
 		v.Gaps = append(v.Gaps, views.GapRow{Cause: g.Cause, Title: views.CauseTitle(g.Cause), Metrics: strings.Join(labels, ", ")})
 	}
 	return v
+}
+
+// engineWords names a scope's engine, how it was decided and what is
+// wrong with it; all empty for the whole source.
+func engineWords(es telemetry.EngineStatus) (name, how, problem string) {
+	if es.Engine == "" && es.Problem == "" {
+		return "", "", ""
+	}
+	name, problem = es.Name(), es.Problem
+	switch {
+	case es.Overridden:
+		how = "set per target"
+	case es.Engine != "":
+		if spec, ok := metrics.LookupEngine(es.Engine); ok {
+			how = "detected from its " + strings.Join(spec.Prefixes, " and ") + " series"
+		}
+	}
+	return name, how, problem
 }
 
 // profilingSentence says, when the GPUs report no DCGM profiling field

@@ -61,7 +61,7 @@ func (h *Diagnoses) Create(c echo.Context) error {
 		Scope:    scope,
 		At:       snap.At,
 		BackHref: back,
-		Panel:    views.NewDiagnosisPanel(diag),
+		Panel:    withEngineKnobs(views.NewDiagnosisPanel(diag), snap.Engine),
 	}
 	vm.Charts = h.evidenceCharts(c, snap, diag)
 	return render(c, http.StatusOK, views.DiagnosisPage(vm))

@@ -183,7 +183,7 @@ func (h *Incidents) buildView(ctx context.Context, p store.Page, shares []store.
 	}
 	v.Panels = archivedPanels(inc)
 	for i, d := range p.Diagnoses {
-		panel := views.NewDiagnosisPanel(incident.DecodeDiagnosis(d))
+		panel := withEngineKnobs(views.NewDiagnosisPanel(incident.DecodeDiagnosis(d)), inc.Snapshot.Engine)
 		if i == 0 {
 			v.Current = panel
 		} else {

@@ -117,6 +117,9 @@ func (d *Deps) row(ctx context.Context, s metrics.Scope, now time.Time) (views.S
 		}
 		return r, 0
 	}
+	if snap.Engine != "" {
+		r.Engine = metrics.EngineName(snap.Engine)
+	}
 	dev := d.deviations(snap)
 	type anomaly struct {
 		id string

@@ -105,6 +105,9 @@ type Alternative struct {
 	// Note names the source generation that exposes these series, e.g.
 	// "vLLM 0.6-0.10 (deprecated in 0.10, removed in 0.12)".
 	Note string
+	// Engine is the engine whose series these are; empty for series every
+	// engine shares (GPU and gateway metrics).
+	Engine Engine
 }
 
 // Selectors restrict catalog queries to one scope. Each is a comma-separated
@@ -116,6 +119,15 @@ type Selectors struct {
 	// pod label that joins the API server's HTTP series, which carry no
 	// model_name, to their engine; empty means "pod".
 	InstanceLabel string
+	// Model and Instance are the scope's own values (empty in recording
+	// rules). Engines whose series carry no model_name ($MSEL) and
+	// Dynamo's frontend, which labels by model ($FSEL), are selected
+	// through them.
+	Model, Instance string
+	// ModelLabel names the label that carries the model on engines
+	// without a model_name label (llama-server); empty means
+	// "model_name", as a scrape target's labels or relabelling set it.
+	ModelLabel string
 }
 
 // Query expands the metric's PromQL template for a scope and rate window;
@@ -146,7 +158,25 @@ func (m Metric) QueryBy(sel Selectors, window time.Duration, by []string) string
 	if inst == "" {
 		inst = "pod"
 	}
+	ml := sel.ModelLabel
+	if ml == "" {
+		ml = "model_name"
+	}
+	// Without the scope's own values, the engine matchers select
+	// (model_name is then the model label as a scrape target or
+	// relabelling set it), so a scoped query never reads other scopes.
+	msel, fsel := sel.Engine, strings.ReplaceAll(sel.Engine, "model_name=", "model=")
+	if sel.Model != "" {
+		msel = ml + "=" + strconv.Quote(sel.Model)
+		fsel = "model=" + strconv.Quote(sel.Model)
+		if sel.Instance != "" {
+			msel += "," + inst + "=" + strconv.Quote(sel.Instance)
+		}
+	}
 	q := strings.NewReplacer(
+		"$MSEL", msel,
+		"$FSEL", fsel,
+		"$MLABEL", ml,
 		"$INST", inst,
 		"$ENGINE", sel.Engine,
 		"$GPU", sel.GPU,
@@ -495,24 +525,42 @@ var Catalog = withChains([]Metric{
 			"vllm:spec_decode_num_accepted_tokens_total", "vllm:spec_decode_num_drafts_total")},
 })
 
-// withChains fills every metric's PromQL from its alternatives: each
-// alternative in parentheses, joined with "or", so that a source answers
-// with the first one it has.
+// withChains marks the engine alternatives written above as vLLM's,
+// appends every other engine's (engineAlts), and fills every metric's
+// PromQL from its alternatives: each in parentheses, joined with "or", so
+// that a source answers with the first one it has. Each engine's series
+// have their own names, so a scope of any engine reads its own; one scope
+// with two engines is caught before (DetectEngine) and read per engine
+// (Metric.ForEngine).
 func withChains(ms []Metric) []Metric {
 	for i := range ms {
+		if ms[i].Source == SourceEngine {
+			for j := range ms[i].Alts {
+				if ms[i].Alts[j].Engine == "" {
+					ms[i].Alts[j].Engine = EngineVLLM
+				}
+			}
+		}
+		ms[i].Alts = append(ms[i].Alts, engineAlts[ms[i].ID]...)
 		if ms[i].PromQL != "" {
 			continue
 		}
-		parts := make([]string, len(ms[i].Alts))
-		for j, a := range ms[i].Alts {
-			parts[j] = a.PromQL
-			if len(ms[i].Alts) > 1 {
-				parts[j] = "(" + a.PromQL + ")"
-			}
-		}
-		ms[i].PromQL = strings.Join(parts, " or ")
+		ms[i].PromQL = chainOf(ms[i].Alts)
 	}
 	return ms
+}
+
+// chainOf joins alternatives' expressions with "or", each in parentheses
+// when there are several.
+func chainOf(alts []Alternative) string {
+	parts := make([]string, len(alts))
+	for j, a := range alts {
+		parts[j] = a.PromQL
+		if len(alts) > 1 {
+			parts[j] = "(" + a.PromQL + ")"
+		}
+	}
+	return strings.Join(parts, " or ")
 }
 
 var catalogIndex = func() map[string]int {

@@ -1,6 +1,7 @@
 package metrics_test
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,10 @@ func TestCatalogMatchesContract(t *testing.T) {
 	}
 }
 
+// placeholder matches an unexpanded template variable ($ENGINE, $BY,
+// ...); label_replace's "$1" is PromQL's own.
+var placeholder = regexp.MustCompile(`\$[A-Z]`)
+
 // Every metric has its display names, and no two share a label.
 func TestCatalogNames(t *testing.T) {
 	seen := map[string]string{}
@@ -62,6 +67,7 @@ func TestQueriesParse(t *testing.T) {
 		{"empty", metrics.Selectors{}},
 		{"model", metrics.Selectors{Engine: `model_name="m"`, GPU: `pod=~"a|b"`}},
 		{"instance", metrics.Selectors{Engine: `model_name="m",pod="a"`, GPU: `pod="a"`}},
+		{"instance with its values", metrics.Selectors{Engine: `model_name="m",pod="a"`, GPU: `pod="a"`, Model: "m", Instance: "a", ModelLabel: "job"}},
 	}
 	for _, s := range sels {
 		for _, m := range metrics.Catalog {
@@ -69,7 +75,7 @@ func TestQueriesParse(t *testing.T) {
 				m.Query(s.sel, 90*time.Second),
 				m.QueryBy(s.sel, time.Minute, []string{"model_name", "pod"}),
 			} {
-				if strings.Contains(q, "$") {
+				if placeholder.MatchString(q) {
 					t.Errorf("%s/%s: unexpanded placeholder in %q", s.name, m.ID, q)
 				}
 				if _, err := parser.NewParser(parser.Options{}).ParseExpr(q); err != nil {
@@ -205,7 +211,7 @@ func TestResolvePicksTheFirstAlternativePresent(t *testing.T) {
 				return false
 			}
 			m, _ := metrics.Lookup(tc.id)
-			r := m.Resolve(has)
+			r := m.ForEngine(metrics.EngineVLLM).Resolve(has)
 			if r.OK != tc.ok {
 				t.Fatalf("OK = %v, want %v (%+v)", r.OK, tc.ok, r)
 			}

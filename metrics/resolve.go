@@ -45,6 +45,9 @@ func (m Metric) Resolve(has func(series string) bool) Resolution {
 	}
 	if len(m.Alts) == 0 {
 		r.Why = "the catalog has no series for it"
+		if m.Absent != "" {
+			r.Why = m.Absent // an engine without an equivalent (ForEngine)
+		}
 		return r
 	}
 	for _, s := range m.Alts[0].Series {

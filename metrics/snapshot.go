@@ -52,6 +52,13 @@ type Snapshot struct {
 	Scope   Scope     `json:"scope"`
 	Current Values    `json:"current"`
 	History []Point   `json:"history,omitempty"`
+	// Engine is the engine the scope runs ("vllm", "sglang", ...), when
+	// known; an addition to the contract that readers may ignore.
+	Engine Engine `json:"engine,omitempty"`
+	// Absent maps catalog ids the source cannot provide for this scope to
+	// why (its engine exports no equivalent); rules that need them stand
+	// down with that reason.
+	Absent map[string]string `json:"absent,omitempty"`
 }
 
 // Case is a labelled snapshot: one line of a corpus.
@@ -171,6 +178,21 @@ func (s *Snapshot) Normalize() error {
 	}
 	if len(s.Scope.Model) > MaxNameLength || len(s.Scope.Instance) > MaxNameLength {
 		problems = append(problems, fmt.Sprintf("scope names are limited to %d bytes", MaxNameLength))
+	}
+	if s.Engine != "" {
+		if _, ok := LookupEngine(s.Engine); !ok {
+			problems = append(problems, fmt.Sprintf("engine %q is not one the catalog knows", s.Engine))
+		}
+	}
+	if len(s.Absent) > len(Catalog) {
+		problems = append(problems, fmt.Sprintf("absent names %d metrics, the catalog has %d", len(s.Absent), len(Catalog)))
+	}
+	for id, why := range s.Absent {
+		if _, ok := Lookup(id); !ok {
+			delete(s.Absent, id)
+		} else if len(why) > 1024 {
+			problems = append(problems, "absent."+id+" is longer than 1024 bytes")
+		}
 	}
 	if len(s.History) > MaxHistoryPoints {
 		problems = append(problems, fmt.Sprintf("history has %d points, the limit is %d", len(s.History), MaxHistoryPoints))

@@ -20,6 +20,11 @@ type Options struct {
 	// InstanceLabel names the label that identifies an engine instance
 	// (default "pod").
 	InstanceLabel string
+	// ModelLabel names the label that carries the model on engines whose
+	// series have no model_name (llama-server); the rules copy it into
+	// model_name, so every engine records under the same names. Empty
+	// means "model_name" (set by the scrape configuration).
+	ModelLabel string
 	// Window is the rate window of the 1-minute tier (default 2m, enough
 	// for four samples at a 30 s scrape interval).
 	Window time.Duration
@@ -133,7 +138,7 @@ func Recording(opts Options) File {
 	minute := Group{Name: "casebook-1m", Interval: "1m"}
 	hour := Group{Name: "casebook-1h", Interval: "1h"}
 	for _, m := range metrics.Catalog {
-		expr := m.QueryBy(metrics.Selectors{InstanceLabel: o.InstanceLabel}, o.Window, labels)
+		expr := m.QueryBy(metrics.Selectors{InstanceLabel: o.InstanceLabel, ModelLabel: o.ModelLabel}, o.Window, labels)
 		minute.Rules = append(minute.Rules, Rule{Record: RecordName(m.ID, "avg", "1m"), Expr: expr})
 		if isGauge(m) {
 			// Extremes inside the minute, from a 15 s subquery of the expression.
@@ -157,7 +162,7 @@ func Recording(opts Options) File {
 			// Whole-model series: a model's mean latency is its total
 			// time over its total requests, not a mean of instance means.
 			mavg := ModelRecordName(m.ID, "avg", "1m")
-			minute.Rules = append(minute.Rules, Rule{Record: mavg, Expr: m.QueryBy(metrics.Selectors{InstanceLabel: o.InstanceLabel}, o.Window, []string{"model_name"})})
+			minute.Rules = append(minute.Rules, Rule{Record: mavg, Expr: m.QueryBy(metrics.Selectors{InstanceLabel: o.InstanceLabel, ModelLabel: o.ModelLabel}, o.Window, []string{"model_name"})})
 			hour.Rules = append(hour.Rules, Rule{Record: ModelRecordName(m.ID, "avg", "1h"), Expr: "avg_over_time(" + mavg + "[1h])"})
 		}
 	}
@@ -246,7 +251,7 @@ func Alerts(opts Options) (File, error) {
 	}
 	g := Group{Name: "casebook-fixed-thresholds", Interval: metrics.FormatDuration(o.EvalInterval)}
 	for _, m := range metrics.Catalog {
-		expr := m.QueryBy(metrics.Selectors{InstanceLabel: o.InstanceLabel}, o.Window, labels)
+		expr := m.QueryBy(metrics.Selectors{InstanceLabel: o.InstanceLabel, ModelLabel: o.ModelLabel}, o.Window, labels)
 		var cond, summary string
 		sev := "warning"
 		if th, ok := fixed[m.ID]; ok {

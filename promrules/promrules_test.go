@@ -133,3 +133,28 @@ func TestReadQueriesReadRecordedSeries(t *testing.T) {
 		t.Errorf("SM clock of a model reads %q, want the minimum over instances", q)
 	}
 }
+
+// One record per metric whatever the engine: the scope: and model:
+// records of a metric read every engine's series, each keeping its scope
+// labels (llama-server's model copied in from the configured label).
+func TestRecordingRulesCoverEveryEngine(t *testing.T) {
+	f := promrules.Recording(promrules.Options{ModelLabel: "job"})
+	exprs := map[string]string{}
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			exprs[r.Record] = r.Expr
+		}
+	}
+	tests := []struct{ record, want string }{
+		{promrules.RecordName(metrics.TTFT, "avg", "1m"), "sglang:time_to_first_token_seconds_sum"},
+		{promrules.RecordName(metrics.TTFT, "avg", "1m"), "trtllm_time_to_first_token_seconds_sum"},
+		{promrules.RecordName(metrics.TPOT, "avg", "1m"), `label_replace(rate(llamacpp:tokens_predicted_seconds_total{}[2m]), "model_name", "$1", "job", "(.*)")`},
+		{promrules.ModelRecordName(metrics.KVCacheUsage, "avg", "1m"), "avg by (model_name) (sglang:token_usage{})"},
+		{promrules.RecordName(metrics.GatewayE2E, "avg", "1m"), "dynamo_frontend_request_duration_seconds_sum"},
+	}
+	for _, tc := range tests {
+		if !strings.Contains(exprs[tc.record], tc.want) {
+			t.Errorf("%s = %q, want it to read %q", tc.record, exprs[tc.record], tc.want)
+		}
+	}
+}

@@ -168,6 +168,10 @@ type storedSnapshot struct {
 	Current  []*float64   `json:"cur"`
 	T        []int64      `json:"t"` // history times, Unix nanoseconds
 	H        [][]*float64 `json:"h"` // history values
+	// Engine and Absent are the snapshot's engine and the metrics it
+	// could not provide, with why; absent in blobs written before them.
+	Engine string            `json:"engine,omitempty"`
+	Absent map[string]string `json:"absent,omitempty"`
 }
 
 func packSnapshot(s metrics.Snapshot) ([]byte, error) {
@@ -209,6 +213,27 @@ func packSnapshot(s metrics.Snapshot) ([]byte, error) {
 	if s.Scope.Instance != "" {
 		b = append(b, `,"inst":`...)
 		b = appendString(b, s.Scope.Instance)
+	}
+	if s.Engine != "" {
+		b = append(b, `,"engine":`...)
+		b = appendString(b, string(s.Engine))
+	}
+	if len(s.Absent) > 0 {
+		keys := make([]string, 0, len(s.Absent))
+		for k := range s.Absent {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b = append(b, `,"absent":{`...)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendString(b, k)
+			b = append(b, ':')
+			b = appendString(b, s.Absent[k])
+		}
+		b = append(b, '}')
 	}
 	b = append(b, `,"ids":[`...)
 	for i, id := range ids {
@@ -257,7 +282,8 @@ func unpackSnapshot(blob []byte) (metrics.Snapshot, error) {
 		}
 		return v, nil
 	}
-	out := metrics.Snapshot{At: time.Unix(0, ss.At).UTC(), Scope: metrics.Scope{Model: ss.Model, Instance: ss.Instance}}
+	out := metrics.Snapshot{At: time.Unix(0, ss.At).UTC(), Scope: metrics.Scope{Model: ss.Model, Instance: ss.Instance},
+		Engine: metrics.Engine(ss.Engine), Absent: ss.Absent}
 	var err error
 	if out.Current, err = values(ss.Current); err != nil {
 		return metrics.Snapshot{}, err

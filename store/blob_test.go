@@ -32,6 +32,14 @@ func TestEvidenceCodecs(t *testing.T) {
 				{Metric: metrics.TPOT, Scope: metrics.Scope{Model: "m"}, Samples: []metrics.Sample{}}},
 		},
 		{
+			name: "an SGLang scope keeps its engine and what it lacks",
+			snap: metrics.Snapshot{At: at, Scope: scope, Current: metrics.Values{metrics.TTFT: 20}, Engine: metrics.EngineSGLang,
+				Absent: map[string]string{metrics.PrefillTime: `SGLang exports no "equivalent"`, metrics.ErrorRate: "aborts only"}},
+			want: metrics.Snapshot{At: at, Scope: scope, Current: metrics.Values{metrics.TTFT: 20}, Engine: metrics.EngineSGLang,
+				Absent: map[string]string{metrics.PrefillTime: `SGLang exports no "equivalent"`, metrics.ErrorRate: "aborts only"}},
+			wantWins: []metrics.Series{},
+		},
+		{
 			name:     "non-finite values become gaps",
 			snap:     metrics.Snapshot{At: at, Scope: scope, Current: metrics.Values{metrics.TTFT: math.Inf(1), metrics.TPOT: 12}},
 			want:     metrics.Snapshot{At: at, Scope: scope, Current: metrics.Values{metrics.TPOT: 12}},

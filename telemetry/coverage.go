@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -20,6 +21,17 @@ type Coverage struct {
 	// (no join label, or none of its instances named by a GPU series).
 	GPUsJoined bool
 	At         time.Time
+	// Engine is the scope's engine and what is wrong with it, if
+	// anything; zero for the whole source.
+	Engine EngineStatus
+	// Engines lists, for the whole source, every scope's engine.
+	Engines []ScopeEngine
+}
+
+// ScopeEngine is one scope and its engine.
+type ScopeEngine struct {
+	Scope  metrics.Scope
+	Engine EngineStatus
 }
 
 // Resolved returns the metrics the source computes.
@@ -73,12 +85,28 @@ func (s SeriesSet) Has(ref string) bool {
 // exposes and the GPU join; gpusJoined false marks every GPU metric
 // missing because the GPUs did not join, whatever the source exports.
 func CoverageOf(set SeriesSet, join GPUJoin, gpusJoined bool) Coverage {
-	c := Coverage{Join: join, GPUsJoined: gpusJoined}
+	return CoverageFor(set, join, gpusJoined, EngineStatus{})
+}
+
+// CoverageFor is CoverageOf for one scope's engine: its metrics resolve
+// through that engine's alternatives only, and an engine metric it has
+// no equivalent of is missing with the engine's reason. A zero status
+// resolves through every engine's alternatives (the whole source); a
+// status with a problem but no engine marks every engine metric missing
+// with that problem.
+func CoverageFor(set SeriesSet, join GPUJoin, gpusJoined bool, es EngineStatus) Coverage {
+	c := Coverage{Join: join, GPUsJoined: gpusJoined, Engine: es}
 	for _, m := range metrics.Catalog {
+		if es.Engine != "" || es.Problem != "" {
+			m = engineOf(m, es)
+		}
 		r := m.Resolve(set.Has)
 		if m.Source == metrics.SourceGPU && !gpusJoined && r.OK {
 			r.OK, r.Using, r.Note = false, nil, ""
 			r.Missing = m.Alts[0].Series
+			if len(m.Alts) == 0 {
+				r.Missing = nil
+			}
 			r.Why = "the scope's GPU series did not join its engines: " + join.Summary()
 		}
 		c.Resolutions = append(c.Resolutions, r)
@@ -116,13 +144,15 @@ func (t *Telemetry) Coverage(ctx context.Context, scope metrics.Scope) (Coverage
 		return Coverage{}, err
 	}
 	engineSel, gpuSel, instSel := "", "", ""
+	var status EngineStatus
 	gpuOK := join.InstanceLabel != ""
 	if scope.Model != "" {
-		sel, ok, err := t.scopeSelectors(ctx, scope)
+		sel, ok, es, err := t.scopeSelectors(ctx, scope)
 		if err != nil {
 			return Coverage{}, err
 		}
 		engineSel, gpuSel, gpuOK = ","+sel.Engine, ","+sel.GPU, ok
+		status = es
 		insts, err := t.scopeInstances(ctx, scope)
 		if err != nil {
 			return Coverage{}, err
@@ -135,7 +165,9 @@ func (t *Telemetry) Coverage(ctx context.Context, scope metrics.Scope) (Coverage
 	now := time.Now()
 	var series []map[string]string
 	queries := []string{
-		`group by (__name__) ({__name__=~"vllm:.+|gateway_.+"` + engineSel + `})`,
+		`group by (__name__) ({__name__=~` + quote(enginePrefixes()+"|gateway_.+") + engineSel + `})`,
+		// Dynamo's frontend labels the model as model.
+		`group by (__name__) ({__name__=~"dynamo_frontend_.+"` + strings.ReplaceAll(engineSel, "model_name=", "model=") + `})`,
 		`group by (__name__) ({__name__="http_requests_total"` + instSel + `})`,
 	}
 	if !gpuOK {
@@ -157,8 +189,21 @@ func (t *Telemetry) Coverage(ctx context.Context, scope metrics.Scope) (Coverage
 			series = append(series, r.Labels)
 		}
 	}
-	c := CoverageOf(NewSeriesSet(series), join, gpuOK)
+	set := NewSeriesSet(series)
+	if scope.Model != "" {
+		status = withHistogramCheck(status, set)
+	}
+	c := CoverageFor(set, join, gpuOK, status)
 	c.Scope, c.At = scope, now
+	if scope.Model == "" {
+		scopes, engines, err := t.listScopes(ctx)
+		if err != nil {
+			return Coverage{}, fmt.Errorf("telemetry: coverage of the source: %w", err)
+		}
+		for _, s := range scopes {
+			c.Engines = append(c.Engines, ScopeEngine{Scope: s, Engine: t.engineStatus(s, engines[s], instancesOf(s, scopes))})
+		}
+	}
 	return c, nil
 }
 
@@ -183,4 +228,32 @@ func scopeName(s metrics.Scope) string {
 		return "the source"
 	}
 	return s.String()
+}
+
+// enginePrefixes is a regular expression matching every engine's series.
+func enginePrefixes() string {
+	var parts []string
+	for _, e := range metrics.Engines {
+		for _, p := range e.Prefixes {
+			parts = append(parts, regexp.QuoteMeta(p)+".+")
+		}
+	}
+	return strings.Join(parts, "|")
+}
+
+// withHistogramCheck adds a problem to a scope whose engine's series
+// carry none of its latency histograms: a release that exports none, so
+// every latency mean and p99 is absent, not zero.
+func withHistogramCheck(es EngineStatus, set SeriesSet) EngineStatus {
+	spec, ok := metrics.LookupEngine(es.Engine)
+	if !ok || es.Problem != "" || len(spec.Histograms) == 0 {
+		return es
+	}
+	for _, h := range spec.Histograms {
+		if set[h] {
+			return es
+		}
+	}
+	es.Problem = fmt.Sprintf("%s series without its latency histograms (%s): a release that exports none, so the scope's latencies are absent", spec.Name, strings.Join(spec.Histograms, ", "))
+	return es
 }

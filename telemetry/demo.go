@@ -85,7 +85,7 @@ func (t *Telemetry) startDemo(ctx, bg context.Context, src DemoSource, backfill 
 			return err
 		}
 		loops = append(loops, newScrapeLoop(st, client, t.app, t.status))
-		if tg.Labels["job"] == JobEngine {
+		if j := tg.Labels["job"]; j != JobGPU && j != JobGateway {
 			t.engines.set(tg.Labels[GPUInstanceLabel], tg.URL, client)
 		}
 	}

@@ -69,10 +69,23 @@
 // when the model has none or nothing joins, since an empty matcher would
 // select every GPU).
 //
+// # Engines
+//
+// Scopes lists every instance of every engine the catalog knows, by each
+// engine's liveness gauge, in one query that marks which engine answered
+// (llama-server's model copied into model_name from Options.ModelLabel).
+// A scope is read with the catalog entries of its engine
+// (metrics.Metric.ForEngine): the one its series name, or the one set by
+// Options.EngineOverrides or a target's __engine__ label. A scope with two
+// engines' series, or none known, reads no engine metric and its
+// EngineStatus says why; a metric its engine lacks is left out of the
+// snapshot and named, with the reason, in Snapshot.Absent.
+//
 // # Coverage
 //
 // Catalog metrics name their alternatives (vLLM renamed several between
-// releases; dcgm-exporter's default counters lack the profiling fields).
+// releases; other engines have their own names; dcgm-exporter's default
+// counters lack the profiling fields).
 // Coverage lists, per scope or for the whole source, the metrics the source
 // computes and through which series, and the ones it cannot with the reason;
 // the storage and scope pages show it. EngineInfo reads vLLM's

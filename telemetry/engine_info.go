@@ -24,7 +24,7 @@ import (
 // metric carries no model_name, so it is matched through the instance
 // label. Anything an engine does not report is left out, not an error.
 func (t *Telemetry) EngineInfo(ctx context.Context, scope metrics.Scope, at time.Time) (map[string]string, error) {
-	sel, _, err := t.scopeSelectors(ctx, scope)
+	sel, _, es, err := t.scopeSelectors(ctx, scope)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: engine info: %w", err)
 	}
@@ -41,6 +41,9 @@ func (t *Telemetry) EngineInfo(ctx context.Context, scope metrics.Scope, at time
 		return nil, fmt.Errorf("telemetry: engine info of %s: %w", scope, err)
 	}
 	out := map[string]string{}
+	if es.Engine != "" {
+		out["engine"] = string(es.Engine)
+	}
 	for _, r := range res {
 		for k, v := range r.Labels {
 			if _, seen := out[k]; !seen && k != "__name__" && k != "job" && k != "instance" && k != t.opts.InstanceLabel {
@@ -64,6 +67,16 @@ func (t *Telemetry) EngineInfo(ctx context.Context, scope metrics.Scope, at time
 		}
 	}
 	return out, nil
+}
+
+// livenessNames is a regular expression matching every engine's liveness
+// gauge.
+func livenessNames() string {
+	names := make([]string, len(metrics.Engines))
+	for i, e := range metrics.Engines {
+		names[i] = e.Liveness
+	}
+	return alternation(names)
 }
 
 // scopeInstances returns the instances of a scope: the one named, or every
@@ -126,7 +139,7 @@ func (t *Telemetry) maxModelLen(ctx context.Context, model, instance string) (in
 		}
 	}
 	if len(models) == 0 {
-		rs, err := t.querier.Instant(ctx, "group by (instance) (vllm:num_requests_running{"+t.opts.InstanceLabel+"="+quote(instance)+"})", time.Now())
+		rs, err := t.querier.Instant(ctx, "group by (instance) ({__name__=~"+quote(livenessNames())+","+t.opts.InstanceLabel+"="+quote(instance)+"})", time.Now())
 		if err != nil || len(rs) == 0 || rs[0].Labels["instance"] == "" {
 			return 0, errors.New("no address known for the engine")
 		}

@@ -175,33 +175,39 @@ type fieldCase struct {
 	// nothing joins.
 	// scopes are the engine scopes ("model/pod") the file's named engine
 	// series make, when their labels name them.
-	scopes    []string
+	scopes []string
+	// engine is the engine the file's series name (DetectEngine), or the
+	// one set for it (a target's __engine__) when set is true; every
+	// catalog id then resolves through that engine or is missing with a
+	// reason naming it.
+	engine    metrics.Engine
+	set       bool
 	joinLabel string
 	joined    []string
 	why       string
 }
 
 var fieldCases = []fieldCase{
-	{file: "vllm-v0-qwen3vl-issue55.prom",
+	{file: "vllm-v0-qwen3vl-issue55.prom", engine: metrics.EngineVLLM,
 		resolved: map[string]string{
 			metrics.RunningSeqs: "vllm:num_requests_running", metrics.QueueDepth: "vllm:num_requests_waiting",
 			metrics.KVCacheUsage: "vllm:gpu_cache_usage_perc"},
 		missing: map[string]string{metrics.TTFT: "vllm:time_to_first_token_seconds_sum", metrics.TensorActive: "default-counters.csv",
 			metrics.RejectionRate: "speculative config"}},
-	{file: "vllm-v0-opt125m-issue8819.prom", resolved: map[string]string{},
+	{file: "vllm-v0-opt125m-issue8819.prom", engine: metrics.EngineVLLM, resolved: map[string]string{},
 		missing: map[string]string{metrics.ErrorRate: `finished_reason="error"`}},
-	{file: "vllm-0.8-production-stack-318.prom",
+	{file: "vllm-0.8-production-stack-318.prom", engine: metrics.EngineVLLM,
 		resolved: map[string]string{
 			metrics.RunningSeqs: "vllm:num_requests_running", metrics.QueueDepth: "vllm:num_requests_waiting",
 			metrics.KVCacheUsage: "vllm:gpu_cache_usage_perc"},
 		// The queries counter's samples were cut off the post; the prompt
 		// histogram has buckets but no _sum and _count.
 		missing: map[string]string{metrics.KVCacheHitRate: "vllm:gpu_prefix_cache_hits_total", metrics.MeanPromptTokens: "vllm:request_prompt_tokens_sum"}},
-	{file: "vllm-0.10.0-production-stack-617.prom",
+	{file: "vllm-0.10.0-production-stack-617.prom", engine: metrics.EngineVLLM,
 		resolved: map[string]string{metrics.KVCacheUsage: "vllm:kv_cache_usage_perc"},
 		// Only one half of each prefix-cache pair made it into the post.
 		missing: map[string]string{metrics.KVCacheHitRate: "none of vllm:prefix_cache_hits_total + vllm:prefix_cache_queries_total"}},
-	{file: "vllm-0.10-dp-pr22227.prom", resolved: map[string]string{},
+	{file: "vllm-0.10-dp-pr22227.prom", engine: metrics.EngineVLLM, resolved: map[string]string{},
 		missing: map[string]string{metrics.DecodeTime: "vllm:request_decode_time_seconds_sum"}},
 	{file: "dcgm-default-gpu-monitoring-tools-138.prom",
 		engines: []EngineRef{{Model: "m", Instance: "vllm-0"}},
@@ -262,18 +268,44 @@ var fieldCases = []fieldCase{
 	{file: "prometheus-vector-vllm-ai-on-gke-937.json", resolved: map[string]string{},
 		scopes: []string{"meta-llama/Meta-Llama-3-8B/llama3-8b-vllm-deployment-xxxxxxxxxx-xxxxx",
 			"mistralai/Mixtral-8x22B-v0.1/mixtral-8x22b-instruct-vllm-deployment-xxxxxxxxxx-xxxxx"}},
-	// Other engines: nothing of the vLLM catalog resolves, and the console
-	// says which vLLM series it looked for.
-	{file: "sglang-0.5.1-issue13485.prom", resolved: map[string]string{},
-		missing: map[string]string{metrics.RunningSeqs: "vllm:num_requests_running is not exported", metrics.KVCacheUsage: "none of vllm:kv_cache_usage_perc, or vllm:gpu_cache_usage_perc"}},
-	{file: "sglang-early-pr1853.prom", resolved: map[string]string{},
-		missing: map[string]string{metrics.PromptTPS: "vllm:prompt_tokens_total is not exported"}},
-	// trtllm-serve's names carry no vllm: prefix: the TTFT histogram is
-	// there, under a name the catalog does not read.
-	{file: "trtllm-serve-pr5785.prom", resolved: map[string]string{},
-		missing: map[string]string{metrics.TTFT: "vllm:time_to_first_token_seconds_sum + vllm:time_to_first_token_seconds_count is not exported"}},
-	{file: "llamacpp-ik-llama-pr695.prom", resolved: map[string]string{},
-		missing: map[string]string{metrics.GenerationTPS: "vllm:generation_tokens_total is not exported"}},
+	// Other engines: each file resolves through its own engine's
+	// alternatives, and every metric it lacks is missing with the reason.
+	{file: "sglang-0.5.1-issue13485.prom", engine: metrics.EngineSGLang,
+		resolved: map[string]string{metrics.RunningSeqs: "sglang:num_running_reqs", metrics.KVCacheUsage: "sglang:token_usage"},
+		missing: map[string]string{metrics.TTFT: "sglang:time_to_first_token_seconds_sum", metrics.PrefillTime: "SGLang exports no equivalent: SGLang times prefill only per stage",
+			metrics.ErrorRate: "without telling an engine failure from a client abort"}},
+	// The first SGLang metrics labelled the model "name": nothing joins a
+	// scope by model_name, but the names resolve.
+	{file: "sglang-early-pr1853.prom", engine: metrics.EngineSGLang,
+		resolved: map[string]string{metrics.PromptTPS: "sglang:prompt_tokens_total"},
+		missing:  map[string]string{metrics.GenerationTPS: "sglang:generation_tokens_total is not exported"}},
+	{file: "sglang-0.4-docs-production-metrics.prom", engine: metrics.EngineSGLang,
+		resolved: map[string]string{
+			metrics.E2E: "sglang:e2e_request_latency_seconds_sum", metrics.E2EP99: "sglang:e2e_request_latency_seconds_bucket",
+			metrics.TTFT: "sglang:time_to_first_token_seconds_sum", metrics.TTFTP99: "sglang:time_to_first_token_seconds_bucket",
+			metrics.TPOT: "sglang:time_per_output_token_seconds_sum", metrics.TPOTP99: "sglang:time_per_output_token_seconds_bucket",
+			metrics.PromptTPS: "sglang:prompt_tokens_total", metrics.GenerationTPS: "sglang:generation_tokens_total",
+			metrics.RunningSeqs: "sglang:num_running_reqs", metrics.QueueDepth: "sglang:num_queue_reqs",
+			metrics.KVCacheUsage: "sglang:token_usage", metrics.KVCacheHitRate: "sglang:cache_hit_rate"},
+		missing: map[string]string{metrics.ThroughputRPS: "sglang:num_requests_total is not exported", metrics.DecodeTime: "SGLang times decode only per stage",
+			metrics.RejectionRate: "speculative", metrics.QueueCapacity: "SGLang does not split its queue"}},
+	// trtllm-serve's first names carry no prefix: only a scope set to
+	// TensorRT-LLM reads them (the post cut the histogram's _sum).
+	{file: "trtllm-serve-pr5785.prom", engine: metrics.EngineTRTLLM, set: true,
+		resolved: map[string]string{metrics.TTFTP99: "time_to_first_token_seconds_bucket"},
+		missing:  map[string]string{metrics.TTFT: "trtllm_time_to_first_token_seconds_sum", metrics.PreemptionRate: "trtllm_num_paused_requests"}},
+	{file: "trtllm-1.1.0rc5-dynamo-docs.prom", engine: metrics.EngineTRTLLM,
+		resolved: map[string]string{
+			metrics.E2E: "trtllm_e2e_request_latency_seconds_sum", metrics.E2EP99: "trtllm_e2e_request_latency_seconds_bucket",
+			metrics.TTFT: "trtllm_time_to_first_token_seconds_sum", metrics.TTFTP99: "trtllm_time_to_first_token_seconds_bucket",
+			metrics.TPOT: "trtllm_time_per_output_token_seconds_sum", metrics.TPOTP99: "trtllm_time_per_output_token_seconds_bucket",
+			metrics.QueueTime: "trtllm_request_queue_time_seconds_sum", metrics.ThroughputRPS: "trtllm_request_success_total"},
+		missing: map[string]string{metrics.KVCacheUsage: "trtllm_kv_cache_utilization", metrics.PrefillTime: "trtllm_request_prefill_time_seconds_sum"}},
+	{file: "llamacpp-ik-llama-pr695.prom", engine: metrics.EngineLlamaCpp,
+		resolved: map[string]string{metrics.PromptTPS: "llamacpp:prompt_tokens_total", metrics.GenerationTPS: "llamacpp:tokens_predicted_total",
+			metrics.TPOT: "llamacpp:tokens_predicted_seconds_total"},
+		missing: map[string]string{metrics.ThroughputRPS: "no request counter", metrics.TTFTP99: "no histograms",
+			metrics.RunningSeqs: "llamacpp:requests_processing is not exported"}},
 }
 
 func TestFieldCorpusCoverageAndJoin(t *testing.T) {
@@ -289,7 +321,26 @@ func TestFieldCorpusCoverageAndJoin(t *testing.T) {
 				}
 			}
 			join := DetectGPUJoin(tc.engines, gpus, JoinOptions{})
-			c := CoverageOf(NewSeriesSet(series), join, true)
+			var names []string
+			for _, l := range series {
+				names = append(names, l["__name__"])
+			}
+			es := EngineStatus{Engine: tc.engine, Overridden: tc.set}
+			if detected, err := metrics.DetectEngine(names); !tc.set && (err != nil) != (tc.engine == "") || err == nil && detected != tc.engine {
+				t.Errorf("detected engine %q (%v), want %q", detected, err, tc.engine)
+			}
+			c := CoverageFor(NewSeriesSet(series), join, true, es)
+			if tc.engine != "" {
+				// Every catalog id resolves through the engine or says why not.
+				for _, r := range c.Resolutions {
+					if !r.OK && r.Why == "" || r.OK && len(r.Using) == 0 {
+						t.Errorf("%s: %+v", r.ID, r)
+					}
+				}
+				if len(c.Resolutions) != len(metrics.Catalog) {
+					t.Errorf("%d resolutions for %d catalog ids", len(c.Resolutions), len(metrics.Catalog))
+				}
+			}
 
 			got := map[string]string{}
 			for _, r := range c.Resolved() {

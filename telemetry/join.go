@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/casebook/casebook/metrics"
 )
 
 // GPU join labels. dcgm-exporter in Kubernetes mode labels each GPU with
@@ -223,7 +221,7 @@ func whyNoJoin(engines []EngineRef, gpus []map[string]string, configured string)
 	case len(gpus) == 0:
 		return "no GPU series (DCGM_FI_DEV_GPU_UTIL) in the source"
 	case len(engines) == 0:
-		return "no engine series (vllm:num_requests_running) in the source"
+		return "no engine series (" + livenessNames() + ") in the source"
 	}
 	var present []string
 	for _, c := range gpuJoinCandidates {
@@ -305,9 +303,7 @@ func (t *Telemetry) gpuJoin(ctx context.Context) (GPUJoin, []EngineRef, error) {
 	t.join.mu.Unlock()
 
 	inst := t.opts.InstanceLabel
-	q := fmt.Sprintf("group by (model_name, %s, %s) (last_over_time(vllm:num_requests_running[%s]))",
-		inst, EngineNamespaceLabel, metrics.FormatDuration(scopesLookback))
-	rs, err := t.querier.Instant(ctx, q, time.Now())
+	rs, err := t.querier.Instant(ctx, t.scopeQuery(EngineNamespaceLabel), time.Now())
 	if err != nil {
 		return GPUJoin{}, nil, fmt.Errorf("telemetry: gpu join: engines: %w", err)
 	}

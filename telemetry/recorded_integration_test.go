@@ -76,7 +76,7 @@ func TestRecordedTiersOnRealPrometheus(t *testing.T) {
 	// The records mean what the raw expressions mean: at one instant,
 	// the recorded series and the expression over the same window agree
 	// (the rules run every second, so they trail by at most that).
-	sel, _, err := tel.scopeSelectors(ctx, scope)
+	sel, _, _, err := tel.scopeSelectors(ctx, scope)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func (p *recordingPrometheus) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 	w.Header().Set("Content-Type", "application/json")
 	if r.URL.Path != "/api/v1/query_range" {
 		if strings.Contains(q, "group by") {
-			fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"model_name":"llama","pod":"llama-0"},"value":[1764480000,"1"]}]}}`)
+			fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"model_name":"llama","pod":"llama-0","casebook_engine":"vllm"},"value":[1764480000,"1"]}]}}`)
 			return
 		}
 		fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)

@@ -79,6 +79,9 @@ func resolveTarget(t Target, defInterval time.Duration) (scrapeTarget, error) {
 			}
 			continue
 		}
+		if k == labelEngine {
+			continue // read by Open: the engine of the target's instance
+		}
 		if !model.LabelName(k).IsValidLegacy() || strings.HasPrefix(k, "__") {
 			return scrapeTarget{}, fmt.Errorf("telemetry: target %s: %q is not a valid label name", t.URL, k)
 		}

@@ -36,10 +36,11 @@ func (t *Telemetry) Snapshot(ctx context.Context, scope metrics.Scope, at time.T
 		at = time.Now()
 	}
 	at = at.UTC().Truncate(time.Millisecond)
-	sel, gpuOK, err := t.scopeSelectors(ctx, scope)
+	sel, gpuOK, es, err := t.scopeSelectors(ctx, scope)
 	if err != nil {
 		return metrics.Snapshot{}, fmt.Errorf("telemetry: snapshot %s: %w", scope, err)
 	}
+	absent := map[string]string{}
 	hStart := at.Add(-historyGap - (historyPoints-1)*historyStep)
 	hEnd := at.Add(-historyGap)
 	curWin := t.res.currentWindow(at)
@@ -59,6 +60,11 @@ func (t *Telemetry) Snapshot(ctx context.Context, scope metrics.Scope, at time.T
 	for i, m := range metrics.Catalog {
 		if m.Source == metrics.SourceGPU && !gpuOK {
 			continue // no id: not queried, and not counted as answered
+		}
+		m = engineOf(m, es)
+		if m.PromQL == "" {
+			absent[m.ID] = m.Absent // the scope's engine has no equivalent
+			continue
 		}
 		answers[i].id = m.ID
 		wg.Add(1)
@@ -83,7 +89,10 @@ func (t *Telemetry) Snapshot(ctx context.Context, scope metrics.Scope, at time.T
 	}
 	wg.Wait()
 
-	snap := metrics.Snapshot{At: at, Scope: scope, Current: metrics.Values{}}
+	snap := metrics.Snapshot{At: at, Scope: scope, Current: metrics.Values{}, Engine: es.Engine}
+	if len(absent) > 0 {
+		snap.Absent = absent
+	}
 	points := make([]metrics.Point, historyPoints)
 	for i := range points {
 		points[i] = metrics.Point{At: hStart.Add(time.Duration(i) * historyStep), Values: metrics.Values{}}
@@ -146,7 +155,7 @@ func (t *Telemetry) Range(ctx context.Context, scope metrics.Scope, ids []string
 		}
 		ms[i] = m
 	}
-	sel, gpuOK, err := t.scopeSelectors(ctx, scope)
+	sel, gpuOK, es, err := t.scopeSelectors(ctx, scope)
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: range %s: %w", scope, err)
 	}
@@ -176,6 +185,10 @@ func (t *Telemetry) Range(ctx context.Context, scope metrics.Scope, ids []string
 		out[i] = metrics.Series{Metric: m.ID, Scope: scope, Samples: []metrics.Sample{}}
 		if m.Source == metrics.SourceGPU && !gpuOK {
 			continue
+		}
+		m = engineOf(m, es)
+		if m.PromQL == "" {
+			continue // the scope's engine has no equivalent
 		}
 		wg.Add(1)
 		go func() {

@@ -32,7 +32,7 @@ func TestSnapshotHistoryFromStepAlignedBackend(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		q := r.Form.Get("query")
 		if r.URL.Path == "/api/v1/query" {
-			if strings.Contains(q, "group by (model_name, pod)") {
+			if strings.Contains(q, "group by (model_name, pod, casebook_engine)") {
 				_, _ = w.Write(vector)
 				return
 			}

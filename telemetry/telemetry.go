@@ -38,7 +38,16 @@ type Options struct {
 	// scrapes live; zero means a week, so that baselines and weekly
 	// seasonality work at once. Tests that need an hour use less.
 	DemoBackfill time.Duration
-	Logger       *slog.Logger
+	// ModelLabel names the label that carries the model on engines whose
+	// series have no model_name (llama-server); "" means model_name, as
+	// a scrape target's labels or the remote's relabelling set it.
+	ModelLabel string
+	// EngineOverrides sets the engine of scopes whose series do not say
+	// it right, keyed by model, instance or model/instance ("sglang",
+	// "vllm", ...). A target's reserved label __engine__ does the same
+	// for its instance.
+	EngineOverrides map[string]string
+	Logger          *slog.Logger
 
 	// Retentions of the embedded tiers (DataDir/tsdb raw, tsdb-1m and
 	// tsdb-1h aggregates); zero means 24 h, 30 days and 365 days.
@@ -68,6 +77,10 @@ type Telemetry struct {
 	ranges  *rangeCache // settled points of long chart ranges
 	// noRecords notes the recorded tiers a remote Prometheus lacks.
 	noRecords recordAbsence
+
+	// engineOverrides are the engines set by option or target, by model,
+	// instance or model/instance.
+	engineOverrides map[string]metrics.Engine
 
 	join    joinCache       // the latest GPU join (GPUJoin)
 	engines engineEndpoints // engines scraped here, for /v1/models
@@ -120,7 +133,27 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 			return nil, fmt.Errorf("telemetry: %s %q is not a label name", l.flag, l.v)
 		}
 	}
-	t := &Telemetry{opts: opts, log: opts.Logger, status: newStatusBoard(opts.Logger), ranges: newRangeCache()}
+	if opts.ModelLabel != "" && !validLabelName(opts.ModelLabel) {
+		return nil, fmt.Errorf("telemetry: model label %q is not a label name", opts.ModelLabel)
+	}
+	overrides, err := parseEngineOverrides(opts.EngineOverrides)
+	if err != nil {
+		return nil, err
+	}
+	for _, tg := range opts.Targets {
+		if v, ok := tg.Labels[labelEngine]; ok {
+			e, err := metrics.ParseEngine(v)
+			if err != nil {
+				return nil, fmt.Errorf("telemetry: target %s: %w", tg.URL, err)
+			}
+			in := tg.Labels[opts.InstanceLabel]
+			if in == "" {
+				return nil, fmt.Errorf("telemetry: target %s: %s needs the instance label %s to name the instance", tg.URL, labelEngine, opts.InstanceLabel)
+			}
+			overrides[in] = e
+		}
+	}
+	t := &Telemetry{opts: opts, log: opts.Logger, status: newStatusBoard(opts.Logger), ranges: newRangeCache(), engineOverrides: overrides}
 	bg, cancel := context.WithCancel(context.Background())
 	t.cancel = cancel
 
@@ -315,64 +348,38 @@ func (t *Telemetry) Close() error {
 const scopesLookback = 24 * time.Hour
 
 // Scopes returns every model and every model/instance with data, sorted by
-// model, the model scope first.
+// model, the model scope first. A scope is an instance of any engine the
+// catalog knows, found by the engine's liveness gauge.
 func (t *Telemetry) Scopes(ctx context.Context) ([]metrics.Scope, error) {
-	inst := t.opts.InstanceLabel
-	q := fmt.Sprintf("group by (model_name, %s) (last_over_time(vllm:num_requests_running[%s]))",
-		inst, metrics.FormatDuration(scopesLookback))
-	rs, err := t.querier.Instant(ctx, q, time.Now())
-	if err != nil {
-		return nil, fmt.Errorf("telemetry: list scopes: %w", err)
-	}
-	seen := make(map[metrics.Scope]bool)
-	var out []metrics.Scope
-	for _, r := range rs {
-		m := r.Labels["model_name"]
-		if m == "" {
-			continue
-		}
-		for _, s := range []metrics.Scope{{Model: m}, {Model: m, Instance: r.Labels[inst]}} {
-			if !seen[s] {
-				seen[s] = true
-				out = append(out, s)
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Model != out[j].Model {
-			return out[i].Model < out[j].Model
-		}
-		return out[i].Instance < out[j].Instance
-	})
-	return out, nil
+	out, _, err := t.listScopes(ctx)
+	return out, err
 }
 
 // scopeSelectors resolves a scope's matchers, listing the model's instances
 // when the scope is a whole model and joining GPUs through the detected or
-// configured labels. A source whose GPU join cannot be computed is read
-// without GPU metrics rather than failing the scope.
-func (t *Telemetry) scopeSelectors(ctx context.Context, scope metrics.Scope) (metrics.Selectors, bool, error) {
+// configured labels, and decides the scope's engine. A source whose GPU
+// join cannot be computed is read without GPU metrics rather than failing
+// the scope.
+func (t *Telemetry) scopeSelectors(ctx context.Context, scope metrics.Scope) (metrics.Selectors, bool, EngineStatus, error) {
 	if scope.Model == "" {
-		return metrics.Selectors{}, false, errors.New("telemetry: scope has no model")
+		return metrics.Selectors{}, false, EngineStatus{}, errors.New("telemetry: scope has no model")
+	}
+	scopes, engines, err := t.listScopes(ctx)
+	if err != nil {
+		return metrics.Selectors{}, false, EngineStatus{}, err
 	}
 	var instances []string
 	if scope.Instance == "" {
-		scopes, err := t.Scopes(ctx)
-		if err != nil {
-			return metrics.Selectors{}, false, err
-		}
-		for _, s := range scopes {
-			if s.Model == scope.Model && s.Instance != "" {
-				instances = append(instances, s.Instance)
-			}
-		}
+		instances = instancesOf(scope, scopes)
 	}
-	join, engines, err := t.gpuJoin(ctx)
+	es := t.engineStatus(scope, engines[scope], instancesOf(scope, scopes))
+	join, refs, err := t.gpuJoin(ctx)
 	if err != nil {
 		t.log.Warn("gpu join unavailable; GPU metrics left out", "scope", scope.String(), "err", err)
 	}
-	sel, gpuOK := selectors(scope, t.opts.InstanceLabel, instances, join, scopeNamespaces(scope, engines))
-	return sel, gpuOK, nil
+	sel, gpuOK := selectors(scope, t.opts.InstanceLabel, instances, join, scopeNamespaces(scope, refs))
+	sel.ModelLabel = t.opts.ModelLabel
+	return sel, gpuOK, es, nil
 }
 
 // scopeNamespaces returns the namespaces the scope's engines run in,

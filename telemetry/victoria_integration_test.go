@@ -103,7 +103,7 @@ func TestVictoriaMetricsRemote(t *testing.T) {
 		}
 		return true, nil
 	})
-	sel, _, err := tel.scopeSelectors(ctx, metrics.Scope{Model: scope.Model})
+	sel, _, _, err := tel.scopeSelectors(ctx, metrics.Scope{Model: scope.Model})
 	if err != nil {
 		t.Fatal(err)
 	}

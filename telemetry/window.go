@@ -96,6 +96,7 @@ func roundUp(d, unit time.Duration) time.Duration {
 func selectors(scope metrics.Scope, instanceLabel string, instances []string, join GPUJoin, namespaces []string) (sel metrics.Selectors, gpuOK bool) {
 	eng := []string{"model_name=" + quote(scope.Model)}
 	sel.InstanceLabel = instanceLabel
+	sel.Model, sel.Instance = scope.Model, scope.Instance
 	gl := join.InstanceLabel
 	if scope.Instance != "" {
 		eng = append(eng, instanceLabel+"="+quote(scope.Instance))

@@ -15,12 +15,24 @@ type CoverageView struct {
 	Joined   []JoinRow
 	Missing  []CoverageRow
 	Resolved []CoverageRow
+	// Engine is the scope's engine by name ("SGLang"), EngineHow how it
+	// was decided ("detected from its sglang: series", "set per target"),
+	// and EngineProblem what keeps its engine metrics from being read
+	// (two engines under one scope, none known, no histograms).
+	Engine, EngineHow, EngineProblem string
+	// Engines lists every scope's engine (the storage page).
+	Engines []EngineRow
 	// Profiling is one sentence when the GPUs report no DCGM profiling
 	// fields (dcgm-exporter's default counters): what is missing and what
 	// stands in for it; empty otherwise.
 	Profiling string
 	// Gaps lists the diagnosis rules that read a missing metric.
 	Gaps []GapRow
+}
+
+// EngineRow is one scope's engine on the storage page.
+type EngineRow struct {
+	Scope, Engine, How, Problem string
 }
 
 // GapRow is one diagnosis rule that cannot read everything it reads

@@ -18,6 +18,11 @@ type DiagnosisPanelView struct {
 	// Current holds the knob values Casebook knows (engine info labels or
 	// the configured engine file); a form asks for the others.
 	Current map[string]string
+	// Engine names the scope's engine when it is not vLLM, and
+	// EngineKnobs says per knob id how that engine sets it, or that it
+	// has no equivalent and why.
+	Engine      string
+	EngineKnobs map[string]string
 }
 
 // CurrentOf is the known current value of an action's knob, or "".

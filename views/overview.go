@@ -22,6 +22,8 @@ type ScopeRow struct {
 	Summary string // the worst deviation in words, e.g. "TTFT +7.2σ"
 	Err     string // why the scope could not be read, if it could not
 	Dims    []DimCell
+	// Engine names the scope's engine ("SGLang"); empty when unknown.
+	Engine string
 }
 
 // Kind says whether the row is a whole model or one instance.

@@ -53,6 +53,7 @@ func evalCmd(ctx context.Context, args []string, env func(string) string, stdout
 	}
 	e := diagnose.New(diagnose.Options{})
 	var ev diagnose.Evaluation
+	engines := newEngineEvals()
 	var all []metrics.Case
 	skipped := 0
 	err = forEachRecord(ctx, f, func(rec record) error {
@@ -74,7 +75,9 @@ func evalCmd(ctx context.Context, args []string, env func(string) string, stdout
 			all = append(all, c)
 			return nil
 		}
-		ev.AddCase(c, e.Diagnose(c.Snapshot))
+		d := e.Diagnose(c.Snapshot)
+		ev.AddCase(c, d)
+		engines.add(c, d)
 		return nil
 	})
 	if err != nil {
@@ -90,9 +93,10 @@ func evalCmd(ctx context.Context, args []string, env func(string) string, stdout
 	if *asJSON {
 		out := struct {
 			diagnose.EvalReport
-			Skipped       int    `json:"skipped"`
-			EngineVersion string `json:"engine_version"`
-		}{rep, skipped, diagnose.EngineVersion()}
+			Skipped       int          `json:"skipped"`
+			EngineVersion string       `json:"engine_version"`
+			Engines       []engineEval `json:"engines,omitempty"`
+		}{rep, skipped, diagnose.EngineVersion(), engines.report()}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(out); err != nil {
@@ -101,6 +105,9 @@ func evalCmd(ctx context.Context, args []string, env func(string) string, stdout
 		return nil
 	}
 	if err := writeEvalText(stdout, rep, skipped); err != nil {
+		return fmt.Errorf("eval: write report: %w", err)
+	}
+	if err := writeEngineText(stdout, engines.report()); err != nil {
 		return fmt.Errorf("eval: write report: %w", err)
 	}
 	return nil

@@ -19,6 +19,7 @@ func rulesCmd(ctx context.Context, args []string, env func(string) string, stdou
 	fs := flag.NewFlagSet("rules", flag.ContinueOnError)
 	alerts := fs.Bool("alerts", false, "print fixed-threshold alerting rules instead of recording rules")
 	instanceLabel := fs.String("instance-label", "pod", "label that names an engine instance")
+	modelLabel := fs.String("model-label", "model_name", "label that names the model on engines whose series carry no model_name (llama-server); the rules copy it into model_name")
 	window := fs.Duration("window", 2*time.Minute, "rate window of the rules (at least 4 scrape intervals)")
 	forDur := fs.Duration("for", 2*time.Minute, "how long an alert condition must hold before it fires")
 	var thresholds listFlag
@@ -29,7 +30,7 @@ func rulesCmd(ctx context.Context, args []string, env func(string) string, stdou
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: rules takes no arguments, got %q", errUsage, fs.Args())
 	}
-	opts := promrules.Options{InstanceLabel: *instanceLabel, Window: *window, For: *forDur, Thresholds: map[string]float64{}}
+	opts := promrules.Options{InstanceLabel: *instanceLabel, ModelLabel: *modelLabel, Window: *window, For: *forDur, Thresholds: map[string]float64{}}
 	for _, th := range thresholds {
 		id, val, ok := strings.Cut(th, "=")
 		v, err := strconv.ParseFloat(val, 64)

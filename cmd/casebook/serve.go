@@ -43,8 +43,10 @@ type serveConfig struct {
 	ScrapeInterval time.Duration
 	InstanceLabel  string
 
-	GPUInstanceLabel, GPUNamespaceLabel string // --gpu-instance-label, --gpu-namespace-label
-	HelmChart                           string // --helm-chart
+	GPUInstanceLabel, GPUNamespaceLabel string   // --gpu-instance-label, --gpu-namespace-label
+	ModelLabel                          string   // --model-label
+	EngineOverrides                     listFlag // --engine SCOPE=ENGINE
+	HelmChart                           string   // --helm-chart
 
 	BaseURL        string
 	InsecureNoAuth bool
@@ -83,6 +85,8 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	fs.DurationVar(&c.ScrapeInterval, "scrape-interval", 5*time.Second, "scrape interval of the embedded scraper")
 	fs.StringVar(&c.InstanceLabel, "instance-label", "pod", "label that names an engine instance")
 	fs.StringVar(&c.GPUInstanceLabel, "gpu-instance-label", "auto", `label on GPU series that names the engine's pod: "auto" detects exported_pod, pod or pod_name`)
+	fs.StringVar(&c.ModelLabel, "model-label", "", "label that names the model on engines whose series carry no model_name (llama-server); empty: model_name, set by the scrape")
+	fs.Var(&c.EngineOverrides, "engine", "the engine of a scope whose series do not say it right: MODEL[/INSTANCE]=vllm|sglang|trtllm|llamacpp (repeatable; a target's label __engine__ does the same)")
 	fs.StringVar(&c.GPUNamespaceLabel, "gpu-namespace-label", "auto", `label on GPU series that names the pod's namespace: "auto" pairs it with the pod label, "none" leaves namespaces out of the join`)
 	fs.StringVar(&c.BaseURL, "base-url", "", "external URL of the console, used in share and postmortem links (default http://LISTEN)")
 	fs.BoolVar(&c.InsecureNoAuth, "insecure-no-auth", false, "allow listening on a non-loopback address without authentication (every page then shows a red banner)")
@@ -264,8 +268,16 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 		DataDir: cfg.Data, PrometheusURL: cfg.PrometheusURL, Targets: targets,
 		ScrapeInterval: cfg.ScrapeInterval, InstanceLabel: cfg.InstanceLabel, DCGM: cfg.DCGM,
 		GPUInstanceLabel: cfg.GPUInstanceLabel, GPUNamespaceLabel: cfg.GPUNamespaceLabel,
+		ModelLabel: cfg.ModelLabel, EngineOverrides: map[string]string{},
 		RawRetention: cfg.RetentionRaw, MinuteRetention: cfg.RetentionMinute, HourRetention: cfg.RetentionHour,
 		Logger: log,
+	}
+	for _, o := range cfg.EngineOverrides {
+		scope, engine, ok := strings.Cut(o, "=")
+		if !ok || scope == "" {
+			return fmt.Errorf("%w: --engine %q is not MODEL[/INSTANCE]=ENGINE", errUsage, o)
+		}
+		topts.EngineOverrides[scope] = engine
 	}
 	if cfg.PrometheusURL == "" && len(targets) == 0 {
 		log.Info("no --prometheus-url and no --targets: starting the demo cluster and back-filling a week of history")

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/casebook/casebook/metrics"
@@ -32,9 +33,11 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 	scenarios := fs.Int("scenarios", 0, "write this many labelled cases as JSON Lines and exit")
 	out := fs.String("out", "-", "file for --scenarios (- = stdout)")
 	world := fs.String("world", "sim", "which generator writes --scenarios: sim (the simulated cluster) or second (the independent second world)")
+	engine := fs.String("engine", "vllm", "the engines serving the models, comma-separated in model order and repeating: vllm, sglang, trtllm or llamacpp; each serves its own /metrics names and semantics")
+	engines := fs.String("engines", "vllm", "the engines the --scenarios cases run, comma-separated; each cause cycles through them")
 	dcgmFields := fs.String("dcgm-fields", string(sim.DCGMProfiling), `the simulated dcgm-exporter's counter file, for the served cluster and for --scenarios --world sim: "default" (default-counters.csv, no profiling fields; gpu_sm_util is GPU_UTIL) or "profiling" (with DCGM_FI_PROF_*)`)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: casebook simulate [flags]\n\nServes a simulated vLLM cluster, or writes a labelled corpus with --scenarios.\nEvery flag can also be set as CASEBOOK_<NAME>.\n\nflags:")
+		fmt.Fprintln(stderr, "usage: casebook simulate [flags]\n\nServes a simulated inference cluster (vLLM, SGLang, TensorRT-LLM or llama.cpp engines), or writes a labelled corpus with --scenarios.\nEvery flag can also be set as CASEBOOK_<NAME>.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, env, stderr); err != nil {
@@ -61,9 +64,17 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 	if err != nil {
 		return fmt.Errorf("%w: simulate: --%v", errUsage, err)
 	}
+	served, err := parseEngines(*engine)
+	if err != nil {
+		return fmt.Errorf("%w: simulate: --engine: %v", errUsage, err)
+	}
+	corpus, err := parseEngines(*engines)
+	if err != nil {
+		return fmt.Errorf("%w: simulate: --engines: %v", errUsage, err)
+	}
 	if *scenarios > 0 {
 		cases := func() ([]metrics.Case, error) {
-			return sim.Scenarios(sim.ScenarioOptions{N: *scenarios, Seed: *seed, DCGMFields: fields}), nil
+			return sim.Scenarios(sim.ScenarioOptions{N: *scenarios, Seed: *seed, DCGMFields: fields, Engines: corpus}), nil
 		}
 		if *world == "second" {
 			if fields != sim.DCGMProfiling {
@@ -76,7 +87,7 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 		return writeScenarios(cases, *out, stdout)
 	}
 
-	c := sim.New(sim.Options{Models: *models, InstancesPerModel: *instances, GPUsPerInstance: *gpus, Seed: *seed, DCGMFields: fields})
+	c := sim.New(sim.Options{Models: *models, InstancesPerModel: *instances, GPUsPerInstance: *gpus, Seed: *seed, DCGMFields: fields, Engines: served})
 	var names []string
 	for _, t := range c.Targets() {
 		if len(names) == 0 || names[len(names)-1] != t.Model {
@@ -155,4 +166,17 @@ func writeScenarios(generate func() ([]metrics.Case, error), path string, stdout
 		return fmt.Errorf("simulate: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// parseEngines reads a comma-separated list of engine ids.
+func parseEngines(s string) ([]metrics.Engine, error) {
+	var out []metrics.Engine
+	for _, part := range strings.Split(s, ",") {
+		e, err := metrics.ParseEngine(part)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }

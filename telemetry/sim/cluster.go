@@ -25,6 +25,11 @@ type Options struct {
 	// default file (no profiling fields) or the profiling one; "" means
 	// profiling.
 	DCGMFields DCGMFields
+	// Engines are the engines serving the models, in model order and
+	// repeating (model i runs Engines[i % len]); empty means vLLM
+	// everywhere. Each engine's /metrics page carries its own names,
+	// labels, buckets and semantics (see EngineOf).
+	Engines []metrics.Engine
 	// ModelDCGMFields overrides DCGMFields for the GPUs of the models it
 	// names (served model names), as in a cluster whose node pools run
 	// dcgm-exporter with different counter files.
@@ -66,10 +71,11 @@ type model struct {
 	baseReps  int // the replica count the traffic was sized for
 	instances []*instance
 	nextPod   int
-	cfg       EngineConfig // configuration of new replicas
-	gwVia     string       // the path clients take: "" (the gateway), "standby" or "direct"
-	gwReps    int          // gateway replicas in the path (0: 1)
-	noise     float64      // slow load fluctuation, log scale
+	cfg       EngineConfig   // configuration of new replicas
+	gwVia     string         // the path clients take: "" (the gateway), "standby" or "direct"
+	gwReps    int            // gateway replicas in the path (0: 1)
+	noise     float64        // slow load fluctuation, log scale
+	engine    metrics.Engine // the engine whose /metrics the instances serve
 	rng       *rand.Rand
 	dcgm      DCGMFields // the counter set of its GPUs' dcgm-exporter
 }
@@ -93,7 +99,11 @@ func New(opts Options) *Cluster {
 	}
 	c := &Cluster{seed: opts.Seed, now: opts.Start.UTC(), step: subStep, dcgm: opts.DCGMFields}
 	for i := range opts.Models {
-		c.addModel(modelSpec(i), opts.InstancesPerModel, opts.GPUsPerInstance)
+		e := metrics.EngineVLLM
+		if len(opts.Engines) > 0 {
+			e = opts.Engines[i%len(opts.Engines)]
+		}
+		c.addModelOn(modelSpec(i), opts.InstancesPerModel, opts.GPUsPerInstance, e)
 		if f, ok := opts.ModelDCGMFields[c.models[i].spec.Name]; ok && f != "" {
 			c.models[i].dcgm = f
 		}
@@ -102,7 +112,11 @@ func New(opts Options) *Cluster {
 }
 
 func (c *Cluster) addModel(spec ModelSpec, reps, tp int) {
-	m := &model{spec: spec, index: len(c.models), baseReps: reps, cfg: defaultConfig(spec, tp, reps), dcgm: c.dcgm,
+	c.addModelOn(spec, reps, tp, metrics.EngineVLLM)
+}
+
+func (c *Cluster) addModelOn(spec ModelSpec, reps, tp int, engine metrics.Engine) {
+	m := &model{spec: spec, index: len(c.models), baseReps: reps, cfg: defaultConfig(spec, tp, reps), engine: engine, dcgm: c.dcgm,
 		rng: rand.New(rand.NewPCG(uint64(c.seed), uint64(1000+len(c.models))))}
 	c.models = append(c.models, m)
 	for range reps {
@@ -117,7 +131,7 @@ func (c *Cluster) addInstance(m *model) *instance {
 		host: "gpu-node-" + strconv.Itoa(c.hosts),
 		rng:  rand.New(rand.NewPCG(uint64(c.seed), uint64(m.index*1000+n)))}
 	c.hosts++
-	in.hist = newHistograms(in.cfg.MaxModelLen)
+	in.hist = newHistogramsFor(m.engine, in.cfg.MaxModelLen)
 	in.cnt.acceptedPos = make([]float64, in.cfg.NumSpeculativeTokens)
 	in.setGPUs(c)
 	m.instances = append(m.instances, in)
@@ -151,6 +165,8 @@ func (in *instance) setGPUs(c *Cluster) {
 // Target is one instance's scrape endpoints: paths on Handler.
 type Target struct {
 	Model, Instance, EnginePath, GPUPath string
+	// Engine is the engine whose /metrics EnginePath serves.
+	Engine metrics.Engine
 }
 
 // Targets lists every instance's endpoints, in model then instance order.
@@ -160,7 +176,7 @@ func (c *Cluster) Targets() []Target {
 	var out []Target
 	for _, m := range c.models {
 		for _, in := range m.instances {
-			out = append(out, Target{Model: m.spec.Name, Instance: in.name,
+			out = append(out, Target{Model: m.spec.Name, Instance: in.name, Engine: m.engine,
 				EnginePath: "/engines/" + in.name + "/metrics", GPUPath: "/gpus/" + in.name + "/metrics"})
 		}
 	}

@@ -1,4 +1,6 @@
-// Package sim is a simulated vLLM inference cluster. It serves the same
+// Package sim is a simulated inference cluster (vLLM by default; SGLang,
+// TensorRT-LLM and llama.cpp per model with Options.Engines, each serving
+// its own exposition: engines.go). It serves the same
 // telemetry a real deployment does, in the real formats, and lets faults be
 // injected so that their causal chains show up in that telemetry.
 //

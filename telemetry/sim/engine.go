@@ -82,6 +82,10 @@ type counters struct {
 	// engine finishing them (a dead engine core): they reach no
 	// finished_reason, only http_requests_total.
 	api5xx float64
+	// decodeSeconds and prefillSeconds are the summed per-request decode
+	// and prefill times (llama-server's tokens_predicted_seconds_total
+	// and prompt_seconds_total).
+	decodeSeconds, prefillSeconds float64
 }
 
 var finishReasons = [5]string{"stop", "length", "abort", "error", "repetition"}
@@ -150,6 +154,11 @@ type instance struct {
 
 	layouts  [3]*page     // series layout per page kind, rebuilt after a config change
 	histFams []histFamily // the engine page's histograms, rebuilt after a config change
+
+	// specRate and specLen are the last step's draft acceptance (accepted
+	// / proposed) and tokens per step, which SGLang and TensorRT-LLM
+	// export as gauges.
+	specRate, specLen float64
 
 	cnt   counters
 	hist  histograms
@@ -260,6 +269,9 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 		accepted = alpha * (1 - math.Pow(alpha, k)) / (1 - alpha)
 	}
 	perStep := 1 + accepted
+	if k > 0 {
+		in.specRate, in.specLen = accepted/k, perStep // SGLang's and TensorRT-LLM's per-step gauges
+	}
 
 	hostS := (hw.HostStepMs+ph.hostMs)/1000 + hw.SyncMsPerLayer/1000*float64(spec.Layers)*boolf(g > 1)
 	draftS := k * hw.DraftMsPerToken / 1000
@@ -407,6 +419,8 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	in.cnt.success[3] += fin * errP
 	in.cnt.prompt += fin * lpObs
 	in.cnt.generation += fin * loObs
+	in.cnt.decodeSeconds += fin * decode
+	in.cnt.prefillSeconds += fin * pre
 	in.cnt.preemptions += fin * preempt
 	if cfg.EnablePrefixCaching {
 		in.cnt.prefixQueries += fin * lpObs

@@ -109,7 +109,7 @@ func (in *instance) page(kind pageKind, fields DCGMFields) *page {
 		}
 	}
 	if kind == pageEngine {
-		in.walkEngine(w)
+		in.walkEngineOf(w)
 	} else {
 		in.walkGPU(w, fields)
 	}

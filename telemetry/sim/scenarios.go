@@ -20,6 +20,11 @@ type ScenarioOptions struct {
 	// DCGM_FI_DEV_GPU_UTIL, the kernel duty cycle); empty or DCGMProfiling
 	// reads them, except in about 12% of cases that lack them.
 	DCGMFields DCGMFields
+	// Engines are the engines the cases run: each incident plan runs on
+	// every engine in turn (N cases are N/len(Engines) plans); empty
+	// means vLLM. A case carries its engine and what that
+	// engine cannot report (Snapshot.Engine and Absent).
+	Engines []metrics.Engine
 }
 
 // scenarioStep is the physics step of corpus runs: coarser than live
@@ -52,7 +57,7 @@ func Scenarios(opts ScenarioOptions) []metrics.Case {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				out[i] = scenario(opts.Seed, i, opts.DCGMFields == DCGMDefault)
+				out[i] = scenario(opts.Seed, casePlan(opts.Engines, i), opts.DCGMFields == DCGMDefault, caseEngine(opts.Engines, i))
 			}
 		}()
 	}
@@ -196,7 +201,7 @@ func capacityOf(spec ModelSpec, hw Constants, cfg EngineConfig) float64 {
 	return in.capacity
 }
 
-func scenario(seed int64, i int, noProfiling bool) metrics.Case {
+func scenario(seed int64, i int, noProfiling bool, engine metrics.Engine) metrics.Case {
 	p := planScenario(seed, i)
 	if noProfiling {
 		p.noProf = true
@@ -204,7 +209,7 @@ func scenario(seed int64, i int, noProfiling bool) metrics.Case {
 	caseSeed := seed*7919 + int64(i)
 	c := &Cluster{seed: caseSeed, now: p.at.Add(-68 * time.Minute), step: scenarioStep}
 	dep := drawDeployment(seed, i, modelSpec(p.model))
-	c.addModel(dep.spec, 2, dep.cfg.TensorParallelSize)
+	c.addModelOn(dep.spec, 2, dep.cfg.TensorParallelSize, engine)
 	m := c.models[0]
 	m.cfg = dep.cfg
 	for _, in := range m.instances {
@@ -257,15 +262,18 @@ func scenario(seed int64, i int, noProfiling bool) metrics.Case {
 	cs.At = p.at
 	cs.Scope = scope
 	n := len(caps)
-	cs.Current = drop(catalogValues(caps[n-2], caps[n-1], !p.noProf))
+	cs.Current = drop(engineValues(engine, catalogValues(caps[n-2], caps[n-1], !p.noProf), caps[n-2], caps[n-1]))
 	for k := 1; k <= 65; k++ { // points at at-65m .. at-1m
 		cs.History = append(cs.History, metrics.Point{
 			At:     p.at.Add(time.Duration(k-66) * time.Minute),
-			Values: drop(catalogValues(caps[k-1], caps[k], !p.noProf)),
+			Values: drop(engineValues(engine, catalogValues(caps[k-1], caps[k], !p.noProf), caps[k-1], caps[k])),
 		})
 	}
 	if p.second != "" {
 		cs.Secondary = []string{p.second}
+	}
+	if engine != metrics.EngineVLLM {
+		cs.Engine, cs.Absent = engine, absentOf(engine)
 	}
 	return cs
 }

@@ -89,7 +89,7 @@ func TestScenarioFaultShowsAgainstHistory(t *testing.T) {
 		if p.label != metrics.CauseTransportLatency || p.severity < 0.5 || p.second != "" || p.noGateway {
 			continue
 		}
-		c := scenario(11, i, false)
+		c := scenario(11, i, false, metrics.EngineVLLM)
 		hist := c.Series(metrics.GatewayE2E)
 		if gw := c.Current[metrics.GatewayE2E]; gw <= slices.Max(hist) {
 			t.Errorf("case %d: gateway E2E %g does not exceed its history max %g", i, gw, slices.Max(hist))
