@@ -25,6 +25,10 @@ type Options struct {
 	// default file (no profiling fields) or the profiling one; "" means
 	// profiling.
 	DCGMFields DCGMFields
+	// Deployments, when set, are the models the cluster serves, each
+	// with its own replicas and tensor-parallel size (FleetPreset); Models,
+	// InstancesPerModel and GPUsPerInstance are then ignored.
+	Deployments []Deployment
 }
 
 // GatewayPath is where Handler serves the gateway's metrics.
@@ -87,6 +91,12 @@ func New(opts Options) *Cluster {
 		opts.DCGMFields = DCGMProfiling
 	}
 	c := &Cluster{seed: opts.Seed, now: opts.Start.UTC(), step: subStep, dcgm: opts.DCGMFields}
+	for _, d := range opts.Deployments {
+		c.addModel(d.Spec, max(d.Replicas, 1), max(d.TP, 1))
+	}
+	if len(opts.Deployments) > 0 {
+		return c
+	}
 	for i := range opts.Models {
 		c.addModel(modelSpec(i), opts.InstancesPerModel, opts.GPUsPerInstance)
 	}
