@@ -25,6 +25,10 @@ type Options struct {
 	PrometheusURL  string        // remote mode when set
 	Targets        []Target      // engine/exporter /metrics URLs to scrape (embedded mode)
 	Demo           DemoSource    // embedded mode scraping this in-process cluster, history back-filled; nil: none
+	// DemoBackfill is how much of the demo cluster's history is
+	// back-filled; zero means a week (baselines and weekly seasonality
+	// work at once). Benchmarks of large fleets take an hour or two.
+	DemoBackfill time.Duration
 	ScrapeInterval time.Duration // default 5s; in remote mode, the remote's scrape interval (default 15s)
 	InstanceLabel  string        // default "pod"
 	// GPUInstanceLabel and GPUNamespaceLabel are the labels on GPU
@@ -91,7 +95,11 @@ type Telemetry struct {
 // A source that cannot be reached (a Prometheus that is down, a target,
 // DCGM without its library) does not fail Open: it shows in Status.
 func Open(ctx context.Context, opts Options) (*Telemetry, error) {
-	return open(ctx, opts, demoBackfill)
+	backfill := demoBackfill
+	if opts.DemoBackfill > 0 {
+		backfill = opts.DemoBackfill
+	}
+	return open(ctx, opts, backfill)
 }
 
 func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry, error) {
