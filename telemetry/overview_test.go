@@ -1,0 +1,149 @@
+package telemetry
+
+import (
+	"context"
+	"math"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/casebook/casebook/metrics"
+	"github.com/casebook/casebook/telemetry/sim"
+)
+
+// countingQuerier counts the queries it passes on.
+type countingQuerier struct {
+	Querier
+	n atomic.Int64
+}
+
+func (q *countingQuerier) Instant(ctx context.Context, query string, at time.Time) ([]Result, error) {
+	q.n.Add(1)
+	return q.Querier.Instant(ctx, query, at)
+}
+
+func (q *countingQuerier) Range(ctx context.Context, query string, start, end time.Time, step time.Duration) ([]Result, error) {
+	q.n.Add(1)
+	return q.Querier.Range(ctx, query, start, end, step)
+}
+
+func openFleetDemo(t *testing.T, opts sim.Options) (*Telemetry, *countingQuerier) {
+	t.Helper()
+	tel, err := open(context.Background(), Options{DataDir: t.TempDir(), Demo: &simDemo{c: sim.New(opts)}}, 2*time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Close() })
+	cq := &countingQuerier{Querier: tel.querier}
+	tel.querier = cq
+	return tel, cq
+}
+
+// TestFleetMatchesSnapshots checks that the batched reading gives every
+// scope the snapshot Snapshot captures for it alone, and that its number
+// of queries does not grow with the fleet.
+func TestFleetMatchesSnapshots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("back-fills two demo clusters")
+	}
+	ctx := context.Background()
+	queries := map[int]int64{}
+	for _, opts := range []sim.Options{{Models: 2, InstancesPerModel: 2}, {Models: 3, InstancesPerModel: 3}} {
+		tel, cq := openFleetDemo(t, opts)
+		at := tel.res.backfillEnd.Add(-2 * time.Minute) // settled data: no scrape adds to it
+		before := cq.n.Load()
+		f, err := tel.Fleet(ctx, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		engines := opts.Models * opts.InstancesPerModel
+		queries[engines] = cq.n.Load() - before
+		if want := opts.Models + engines; len(f.Snapshots) != want {
+			t.Fatalf("%d engines: %d snapshots, want %d", engines, len(f.Snapshots), want)
+		}
+		gpus := 0
+		for _, n := range f.GPUs {
+			gpus += n
+		}
+		if gpus != 2*engines {
+			t.Errorf("%d engines: %d GPUs joined, want %d", engines, gpus, 2*engines)
+		}
+		for _, got := range f.Snapshots {
+			want, err := tel.Snapshot(ctx, got.Scope, at)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Current) == 0 || len(got.Current) != len(want.Current) {
+				t.Errorf("%s: %d current values, Snapshot has %d", got.Scope, len(got.Current), len(want.Current))
+			}
+			for id, w := range want.Current {
+				if g, ok := got.Current[id]; !ok || !sameValue(g, w) {
+					t.Errorf("%s %s: fleet %v (present %v), snapshot %v", got.Scope, id, g, ok, w)
+				}
+			}
+			if len(got.History) != len(want.History) {
+				t.Errorf("%s: %d history points, Snapshot has %d", got.Scope, len(got.History), len(want.History))
+				continue
+			}
+			for i, p := range want.History {
+				for id, w := range p.Values {
+					if g, ok := got.History[i].Values[id]; !ok || !sameValue(g, w) {
+						t.Errorf("%s %s at %s: fleet %v, snapshot %v", got.Scope, id, p.At.Format(time.TimeOnly), g, w)
+					}
+				}
+			}
+		}
+	}
+	if queries[4] == 0 || queries[4] != queries[9] {
+		t.Errorf("queries per reading: %d for 4 engines, %d for 9; want the same, not one per scope", queries[4], queries[9])
+	}
+}
+
+func sameValue(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+}
+
+// TestFleetCache checks that readers within FleetCacheFor share one
+// reading and that a later instant reads again.
+func TestFleetCache(t *testing.T) {
+	if testing.Short() {
+		t.Skip("back-fills a demo cluster")
+	}
+	ctx := context.Background()
+	tel, cq := openFleetDemo(t, sim.Options{})
+	at := tel.res.backfillEnd.Add(-2 * time.Minute)
+	first, err := tel.Fleet(ctx, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := cq.n.Load()
+	again, err := tel.Fleet(ctx, at.Add(FleetCacheFor/2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cq.n.Load() != n || !again.At.Equal(first.At) {
+		t.Errorf("a reader %s later queried again (%d queries) or got another reading (%s)", FleetCacheFor/2, cq.n.Load()-n, again.At)
+	}
+	later, err := tel.Fleet(ctx, at.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cq.n.Load() == n || !later.At.Equal(at.Add(time.Minute)) {
+		t.Errorf("a reader a minute later got the cached reading of %s", later.At)
+	}
+}
+
+func TestGPUFold(t *testing.T) {
+	vs := []float64{3, 1, 2}
+	for _, tc := range []struct {
+		id   string
+		want float64
+	}{
+		{metrics.SMClock, 1}, {metrics.Power, 3}, {metrics.XIDErrors, 6}, {metrics.SMUtil, 2}, {metrics.GPUMemUsedFrac, 2},
+	} {
+		m, _ := metrics.Lookup(tc.id)
+		if got := gpuFold(m)(vs); got != tc.want {
+			t.Errorf("%s folds %v to %v, want %v", tc.id, vs, got, tc.want)
+		}
+	}
+}
