@@ -21,14 +21,10 @@ import (
 // Options configures Open. Zero values mean the defaults documented on each
 // field.
 type Options struct {
-	DataDir       string     // embedded TSDB lives in DataDir/tsdb
-	PrometheusURL string     // remote mode when set
-	Targets       []Target   // engine/exporter /metrics URLs to scrape (embedded mode)
-	Demo          DemoSource // embedded mode scraping this in-process cluster, history back-filled; nil: none
-	// DemoBackfill is how much of the demo cluster's history is
-	// back-filled; zero means a week (baselines and weekly seasonality
-	// work at once). Benchmarks of large fleets take an hour or two.
-	DemoBackfill   time.Duration
+	DataDir        string        // embedded TSDB lives in DataDir/tsdb
+	PrometheusURL  string        // remote mode when set
+	Targets        []Target      // engine/exporter /metrics URLs to scrape (embedded mode)
+	Demo           DemoSource    // embedded mode scraping this in-process cluster, history back-filled; nil: none
 	ScrapeInterval time.Duration // default 5s; in remote mode, the remote's scrape interval (default 15s)
 	InstanceLabel  string        // default "pod"
 	// GPUInstanceLabel and GPUNamespaceLabel are the labels on GPU
@@ -45,6 +41,11 @@ type Options struct {
 	RawRetention    time.Duration
 	MinuteRetention time.Duration
 	HourRetention   time.Duration
+
+	// DemoBackfill is how much of the demo cluster's history is
+	// back-filled; zero means a week (baselines and weekly seasonality
+	// work at once). Benchmarks of large fleets take an hour or two.
+	DemoBackfill time.Duration
 }
 
 // Target is one /metrics endpoint to scrape. Labels are added to every
