@@ -3,6 +3,9 @@ package telemetry
 import (
 	"context"
 	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -145,5 +148,50 @@ func TestGPUFold(t *testing.T) {
 		if got := gpuFold(m)(vs); got != tc.want {
 			t.Errorf("%s folds %v to %v, want %v", tc.id, vs, got, tc.want)
 		}
+	}
+}
+
+// TestFleetRemote checks the remote mode: the fleet is read with grouped
+// queries that name no scope, and their series land on their scopes.
+func TestFleetRemote(t *testing.T) {
+	canned := &cannedPrometheus{t: t, rules: []cannedRule{
+		{path: "/api/v1/query", match: "group by (model_name, pod) (last_over_time", file: "api_vector.json"},
+		{path: "/api/v1/query", match: "sum by (model_name, pod) (vllm:num_requests_waiting{", file: "api_vector.json"},
+	}}
+	var requests, scoped atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if err := r.ParseForm(); err == nil && strings.Contains(r.Form.Get("query"), "model_name=") {
+			scoped.Add(1)
+		}
+		canned.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	tel, err := Open(context.Background(), Options{PrometheusURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Close()
+	f, err := tel.Fleet(context.Background(), time.Unix(1764480000, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Snapshots) != 5 {
+		t.Fatalf("%d snapshots, want 5 (2 models, 3 instances)", len(f.Snapshots))
+	}
+	for _, s := range f.Snapshots {
+		v, ok := s.Current[metrics.QueueDepth]
+		if s.Scope.Instance != "" && (!ok || v != 1) {
+			t.Errorf("%s: queue depth %v (present %v), want 1", s.Scope, v, ok)
+		}
+		if s.Scope.Instance == "" && ok {
+			t.Errorf("model %s has an instance's queue depth %v", s.Scope, v)
+		}
+	}
+	if scoped.Load() != 0 {
+		t.Errorf("%d of %d queries select one scope", scoped.Load(), requests.Load())
+	}
+	if max := int64(4*len(metrics.Catalog) + 4); requests.Load() > max {
+		t.Errorf("%d queries, want at most %d (two per metric and level)", requests.Load(), max)
 	}
 }
