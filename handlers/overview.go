@@ -173,7 +173,8 @@ func (d *Deps) classifyFleet(f metrics.Fleet) []*fleetGroup {
 	for _, snap := range f.Snapshots {
 		g := byModel[snap.Scope.Model]
 		if g == nil {
-			g = &fleetGroup{model: classified{row: views.ScopeRow{Scope: metrics.Scope{Model: snap.Scope.Model}, Status: views.StatusNoData}}}
+			// A model without its own snapshot shows as no data.
+			g = &fleetGroup{model: d.classify(metrics.Snapshot{Scope: metrics.Scope{Model: snap.Scope.Model}})}
 			byModel[snap.Scope.Model] = g
 			groups = append(groups, g)
 		}
