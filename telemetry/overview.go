@@ -22,6 +22,9 @@ type fleetCache struct {
 	last    metrics.Fleet
 	ok      bool
 	running chan struct{} // closed when the reading in flight ends; nil when none
+	// runningAt is the instant the reading in flight reads, and
+	// runningSince when it began.
+	runningAt, runningSince time.Time
 }
 
 // Fleet returns the snapshot of every scope Scopes lists at `at`: each
@@ -32,7 +35,9 @@ type fleetCache struct {
 // folded from its instances' (see gpuFold).
 //
 // One reading serves every caller whose `at` is within FleetCacheFor of
-// it, and concurrent callers share the reading in flight. The returned
+// it, and callers that arrive while a reading is in flight take it when
+// it ends (a slow reading of a large fleet is not repeated for each
+// viewer who waited for it). The returned
 // snapshots are shared: callers must not modify them.
 func (t *Telemetry) Fleet(ctx context.Context, at time.Time) (metrics.Fleet, error) {
 	if at.IsZero() {
@@ -48,16 +53,26 @@ func (t *Telemetry) Fleet(ctx context.Context, at time.Time) (metrics.Fleet, err
 			return f, nil
 		}
 		if ch := c.running; ch != nil {
+			awaited, since := c.runningAt, time.Since(c.runningSince)
 			c.mu.Unlock()
 			select {
 			case <-ch:
-				continue
 			case <-ctx.Done():
 				return metrics.Fleet{}, fmt.Errorf("telemetry: fleet: %w", ctx.Err())
 			}
+			// A reading that began before this call is as fresh as
+			// one begun now could be: take it, however long it took.
+			c.mu.Lock()
+			if c.ok && c.last.At.Equal(awaited) && absDuration(at.Sub(awaited)) < FleetCacheFor+since {
+				f := c.last
+				c.mu.Unlock()
+				return f, nil
+			}
+			c.mu.Unlock()
+			continue
 		}
 		ch := make(chan struct{})
-		c.running = ch
+		c.running, c.runningAt, c.runningSince = ch, at, time.Now()
 		c.mu.Unlock()
 
 		f, err := t.readFleet(ctx, at)

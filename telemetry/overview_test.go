@@ -195,3 +195,61 @@ func TestFleetRemote(t *testing.T) {
 		t.Errorf("%d queries, want at most %d (two per metric and level)", requests.Load(), max)
 	}
 }
+
+// slowQuerier delays every query.
+type slowQuerier struct {
+	Querier
+	delay time.Duration
+}
+
+func (q slowQuerier) Instant(ctx context.Context, query string, at time.Time) ([]Result, error) {
+	time.Sleep(q.delay)
+	return q.Querier.Instant(ctx, query, at)
+}
+
+// TestFleetWaitersShareASlowReading checks that a reader arriving while a
+// reading is in flight takes it, even when the reading outlasts
+// FleetCacheFor.
+func TestFleetWaitersShareASlowReading(t *testing.T) {
+	if testing.Short() {
+		t.Skip("back-fills a demo cluster")
+	}
+	ctx := context.Background()
+	tel, cq := openFleetDemo(t, sim.Options{})
+	tel.querier = slowQuerier{Querier: cq, delay: 200 * time.Millisecond}
+	at := tel.res.backfillEnd.Add(-3 * time.Minute)
+	first := make(chan metrics.Fleet, 1)
+	go func() {
+		f, err := tel.Fleet(ctx, at)
+		if err != nil {
+			t.Error(err)
+		}
+		first <- f
+	}()
+	for {
+		tel.fleet.mu.Lock()
+		running := tel.fleet.running != nil
+		tel.fleet.mu.Unlock()
+		if running {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// The reading takes several seconds (200 ms per instant query, four
+	// at a time); this reader comes 1.5 s into it and asks for an instant
+	// past FleetCacheFor, as a viewer whose clock is that much ahead
+	// would.
+	time.Sleep(1500 * time.Millisecond)
+	n := cq.n.Load()
+	got, err := tel.Fleet(ctx, at.Add(FleetCacheFor+time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := <-first
+	if !got.At.Equal(f.At) {
+		t.Errorf("the waiting reader got a reading of %s, want the one in flight (%s)", got.At, f.At)
+	}
+	if extra := cq.n.Load() - n; extra > int64(4*len(metrics.Catalog)+4) {
+		t.Errorf("the waiting reader read the fleet again (%d queries after it arrived)", extra)
+	}
+}
