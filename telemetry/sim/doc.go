@@ -13,6 +13,8 @@
 // dcgm-exporter /metrics page (Kubernetes-mode labels, %f values), plus one
 // gateway page with gateway_request_duration_seconds and
 // gateway_requests_total. Backfill emits the same series as samples.
+// Options.Deployments sets each model's replicas and tensor-parallel size
+// instead; FleetPreset is a 500-engine, 1,000-GPU fleet of 40 models.
 //
 // # Engine physics
 //
