@@ -32,11 +32,11 @@ test: check-generated lint ## generated-code and lint checks, unit tests with th
 	@$(MAKE) --no-print-directory test-integration
 
 .PHONY: test-deps
-test-deps: ## install Prometheus, Alertmanager and Chromium when missing (apt, as root)
+test-deps: ## install Prometheus, Alertmanager, VictoriaMetrics and Chromium when missing (apt, as root)
 	@./scripts/ensure-test-deps
 
 .PHONY: test-integration
-test-integration: test-deps ## integration tests against real Prometheus, Alertmanager, SQLite and Chromium
+test-integration: test-deps ## integration tests against real Prometheus, Alertmanager, VictoriaMetrics, SQLite and Chromium
 	@echo ">> integration tests"
 	$(GO) test -tags "$(TAGS) integration" -count=1 -timeout 15m ./...
 

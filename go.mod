@@ -15,6 +15,7 @@ require (
 	github.com/prometheus/prometheus v0.316.0
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/crypto v0.59.0
+	golang.org/x/image v0.25.0
 	gonum.org/v1/gonum v0.17.0
 )
 

@@ -4,5 +4,8 @@
 // labels or a configuration file, the concrete proposed value with its
 // reason, the configuration diff, the next deployment window, the webhook
 // payload, the capacity check for scale-out advice and the outcome of an
-// applied change. It is pure: no HTTP server, store or templates.
+// applied change (when it is due, which windows to read, the verdict). It encodes and decodes the request documents and
+// outcomes the archive stores (Request.JSON, DecodeRequest,
+// Outcome.Encode, DecodeOutcome). It is pure: no HTTP server, store or
+// templates.
 package change

@@ -1,6 +1,7 @@
 package change
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,44 @@ func FuzzParseConfig(f *testing.F) {
 			}
 			if _, err := k.Parse(v); err != nil {
 				t.Errorf("%s = %q does not parse: %v", name, v, err)
+			}
+		}
+	})
+}
+
+// FuzzDecodeStored: a stored request document or outcome either decodes,
+// and then encodes and decodes to the same value, or is refused with an
+// error that names what failed.
+func FuzzDecodeStored(f *testing.F) {
+	for _, s := range []string{`{}`, `null`, `{"title":"Raise max-num-seqs","effects":[{"metric":"ttft_p99","direction":"down","size":0.2}]}`,
+		`{"applied_at":"2026-11-30T08:00:00Z","window_ns":3600000000000,"verdict":"expected"}`, `{"window_ns":"x"}`, `[`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if r, err := DecodeRequest(data); err != nil {
+			if !strings.HasPrefix(err.Error(), "change: decode request: ") {
+				t.Fatalf("error %q lacks its prefix", err)
+			}
+		} else if b, err := r.JSON(); err == nil {
+			again, err := DecodeRequest(b)
+			if err != nil {
+				t.Fatalf("a re-encoded request does not decode: %v\n%s", err, b)
+			}
+			if b2, _ := again.JSON(); !bytes.Equal(b, b2) {
+				t.Fatalf("re-encoding changed the request:\n%s\n%s", b, b2)
+			}
+		}
+		if o, err := DecodeOutcome(data); err != nil {
+			if !strings.HasPrefix(err.Error(), "change: decode outcome: ") {
+				t.Fatalf("error %q lacks its prefix", err)
+			}
+		} else if b, err := o.Encode(); err == nil {
+			again, err := DecodeOutcome(b)
+			if err != nil {
+				t.Fatalf("a re-encoded outcome does not decode: %v\n%s", err, b)
+			}
+			if b2, _ := again.Encode(); !bytes.Equal(b, b2) {
+				t.Fatalf("re-encoding changed the outcome:\n%s\n%s", b, b2)
 			}
 		}
 	})

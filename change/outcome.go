@@ -1,6 +1,7 @@
 package change
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -132,4 +133,86 @@ func stats(ps []metrics.Point, id string) (mean, sd float64, n int) {
 		sd = math.Sqrt(math.Max(0, (sq-float64(n)*mean*mean)/float64(n-1)))
 	}
 	return mean, sd, n
+}
+
+// Encode is the outcome as the archive stores it: JSON.
+func (o Outcome) Encode() ([]byte, error) {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return nil, fmt.Errorf("change: encode outcome: %w", err)
+	}
+	return b, nil
+}
+
+// DecodeOutcome reads an outcome Encode stored.
+func DecodeOutcome(b []byte) (Outcome, error) {
+	var o Outcome
+	if err := json.Unmarshal(b, &o); err != nil {
+		return Outcome{}, fmt.Errorf("change: decode outcome: %w", err)
+	}
+	return o, nil
+}
+
+// OutcomeDue is when the outcome of a change applied at appliedAt can be
+// measured: after a settle time of a quarter window, plus the window.
+func OutcomeDue(appliedAt time.Time, window time.Duration) time.Time {
+	return appliedAt.Add(window/4 + window)
+}
+
+// RangeReader reads one series per metric id over r, as the metric
+// source does for a scope.
+type RangeReader func(ids []string, r metrics.Range) ([]metrics.Series, error)
+
+// Measure evaluates a change applied at appliedAt: it reads the window
+// before it and the window after the settle time (see OutcomeDue), the
+// request rates and the request's expected effects, at about 60 points a
+// window, and compares them with Evaluate.
+func Measure(req Request, appliedAt time.Time, window time.Duration, read RangeReader) (Outcome, error) {
+	ids := []string{metrics.ArrivalRPS, metrics.ThroughputRPS}
+	for _, e := range req.Effects {
+		ids = append(ids, e.Metric)
+	}
+	step := max(window/60, 15*time.Second)
+	points := func(start time.Time) ([]metrics.Point, error) {
+		series, err := read(ids, metrics.Range{Start: start, End: start.Add(window), Step: step})
+		if err != nil {
+			return nil, err
+		}
+		return pointsOf(series), nil
+	}
+	before, err := points(appliedAt.Add(-window))
+	if err != nil {
+		return Outcome{}, err
+	}
+	after, err := points(appliedAt.Add(window / 4))
+	if err != nil {
+		return Outcome{}, err
+	}
+	return Evaluate(req.Effects, before, after, appliedAt, window), nil
+}
+
+// pointsOf turns per-metric series into points by timestamp; the first
+// value of a metric at a timestamp wins, and NaN is no value.
+func pointsOf(series []metrics.Series) []metrics.Point {
+	byT := map[int64]metrics.Values{}
+	var order []int64
+	for _, s := range series {
+		for _, x := range s.Samples {
+			k := x.T.UnixNano()
+			v, ok := byT[k]
+			if !ok {
+				v = metrics.Values{}
+				byT[k] = v
+				order = append(order, k)
+			}
+			if _, seen := v[s.Metric]; !seen && !math.IsNaN(x.V) {
+				v[s.Metric] = x.V
+			}
+		}
+	}
+	out := make([]metrics.Point, 0, len(order))
+	for _, k := range order {
+		out = append(out, metrics.Point{At: time.Unix(0, k).UTC(), Values: byT[k]})
+	}
+	return out
 }

@@ -276,3 +276,12 @@ func (r Request) JSON() ([]byte, error) {
 	}
 	return append(out, '\n'), nil
 }
+
+// DecodeRequest reads a request's JSON document, as JSON wrote it.
+func DecodeRequest(doc []byte) (Request, error) {
+	var r Request
+	if err := json.Unmarshal(doc, &r); err != nil {
+		return Request{}, fmt.Errorf("change: decode request: %w", err)
+	}
+	return r, nil
+}

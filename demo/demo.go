@@ -16,6 +16,15 @@ type Cluster struct {
 	buf []telemetry.Label
 }
 
+// Options is the cluster the console's demo runs: the simulator's
+// defaults, except that the second model's node pool runs dcgm-exporter
+// with its default counter file (no DCGM_FI_PROF_* profiling fields), as
+// many clusters do, so that the demo shows what a scope without them
+// lacks and which rules infer instead.
+func Options() sim.Options {
+	return sim.Options{ModelDCGMFields: map[string]sim.DCGMFields{sim.Models[1].Name: sim.DCGMDefault}}
+}
+
 // New starts a simulated cluster.
 func New(opts sim.Options) *Cluster { return &Cluster{Sim: sim.New(opts)} }
 

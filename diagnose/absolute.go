@@ -301,7 +301,7 @@ func blendAbsolute(f Finding, s m.Snapshot, base map[string]Deviation, baseVals 
 			was = 0
 		}
 	}
-	fresh := math.Min(1, math.Max(0, now-was))
+	fresh := math.Min(1, math.Max(0, now-was)) * (1 - math.Min(1, math.Max(0, f.absDiscount)))
 	if fresh <= f.Score {
 		return f
 	}

@@ -81,6 +81,11 @@ type Diagnosis struct {
 	// Notes are sentences about how the diagnosis was reached: a missing
 	// baseline, or similar cases that changed the rules' answer and why.
 	Notes []string `json:"notes,omitempty"`
+	// Uncalibrated is the confidence before the calibration learned from
+	// reviews (equal to Confidence until the knowledge base holds enough
+	// of them). A review stores it beside its label (LabelledCase) so the
+	// calibration is always fitted on raw confidences.
+	Uncalibrated float64 `json:"-"`
 }
 
 // Deviation is one metric's distance from its own baseline.

@@ -38,6 +38,7 @@ type Engine struct {
 	cases         *KnowledgeBase
 	neighbours    int
 	matchPrior    float64
+	calib         calibrator
 }
 
 // New returns an engine with opts, defaults filled in.
@@ -211,6 +212,10 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 			d.Evidence = appendAnomalies(d.Evidence, s, base, anomalous)
 			d.CausalChain = chain(d.RootCause, base, isAnom)
 		}
+	}
+	d.Uncalibrated = d.Confidence
+	if fit := e.calib.forKB(e.cases); fit != nil {
+		d.Confidence = round3(fit.apply(d.Confidence))
 	}
 	d.Title = causeTitle(d.RootCause)
 	d.Severity = severity(in, d.RootCause, foot)

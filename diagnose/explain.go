@@ -258,10 +258,13 @@ func (kb *KnowledgeBase) prototype(ci uint16, ref *[SigDim]float64) [SigDim]floa
 func (kb *KnowledgeBase) account(ci uint16, i int, c *code, sign int64) {
 	for int(ci) >= len(kb.sums) {
 		kb.sums = append(kb.sums, [SigDim]int64{})
+		kb.sqs = append(kb.sqs, [SigDim]int64{})
 		kb.byCause = append(kb.byCause, nil)
 	}
 	for f := 0; f < SigDim; f++ {
-		kb.sums[ci][f] += sign * int64(c.feature(f))
+		x := int64(c.feature(f))
+		kb.sums[ci][f] += sign * x
+		kb.sqs[ci][f] += sign * x * x
 	}
 	idx := kb.byCause[ci]
 	at := sort.Search(len(idx), func(j int) bool { return idx[j] >= int32(i) })

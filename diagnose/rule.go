@@ -32,6 +32,11 @@ type Finding struct {
 	// anomaly can account for the size of its own: causal ranking then
 	// does not demote it as a symptom.
 	beyondUpstream bool
+	// absDiscount (0-1) is the share of the cause's absolute signature
+	// (absolute.go) that the rule's physical checks rule out: the
+	// absolute reading sees the current values only and cannot tell,
+	// say, a queue of too much load from one behind lost capacity.
+	absDiscount float64
 }
 
 // Rule recognises one root cause.
@@ -69,7 +74,7 @@ func (f ruleFunc) Evaluate(in Input) Finding {
 	if s > 1 {
 		s = 1
 	}
-	fd := Finding{RootCause: f.id, Score: s, Missing: r.missing, beyondUpstream: r.beyondUpstream, profilingMissing: r.profilingMissing}
+	fd := Finding{RootCause: f.id, Score: s, Missing: r.missing, beyondUpstream: r.beyondUpstream, profilingMissing: r.profilingMissing, absDiscount: r.absDiscount}
 	if s > 0 {
 		fd.Evidence = r.evidence
 	}
@@ -83,8 +88,9 @@ type reader struct {
 	missing  []string
 	evidence []Evidence
 	noted    map[string]bool
-	// beyondUpstream and profilingMissing: see Finding.
+	// beyondUpstream, profilingMissing and absDiscount: see Finding.
 	beyondUpstream, profilingMissing bool
+	absDiscount                      float64
 }
 
 // val returns the current value of id, recording it as missing if absent.
@@ -196,4 +202,41 @@ func maxOf(xs ...float64) float64 {
 		}
 	}
 	return m
+}
+
+// RuleGap is a built-in rule that reads metrics a source lacks.
+type RuleGap struct {
+	// Cause is the rule's root-cause id.
+	Cause string
+	// Missing lists the catalog ids the rule reads that the source lacks,
+	// in the rule's order.
+	Missing []string
+}
+
+// Gaps lists, in rule order, the built-in rules that read any of the
+// missing catalog ids: the rules a source without them leaves to infer
+// from other metrics, or to stand down. A diagnosis of such a source
+// names the same metrics in its Missing list.
+func Gaps(missing []string) []RuleGap {
+	lacks := map[string]bool{}
+	for _, id := range missing {
+		lacks[id] = true
+	}
+	var out []RuleGap
+	for _, r := range Rules() {
+		f, ok := r.(ruleFunc)
+		if !ok {
+			continue
+		}
+		g := RuleGap{Cause: f.id}
+		for _, id := range f.wants {
+			if lacks[id] {
+				g.Missing = append(g.Missing, id)
+			}
+		}
+		if len(g.Missing) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
 }

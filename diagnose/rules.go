@@ -128,6 +128,26 @@ func scoreEviction(r *reader) float64 {
 	return 0.3*preempt + 0.3*pressure + 0.2*hitDown + 0.2*slow + 0.05*seed
 }
 
+// stepsBeyondLoad is how clearly the decode step slowed down more than
+// the load can account for. By Little's law the running batch is
+// throughput x time in the engine, so a step that got slower for any
+// reason grows the batch by itself; the batch that more load brings is
+// only what the extra throughput (or arrivals) and longer prompts (more
+// KV per sequence) add at the old step time. A decode step's work grows
+// at most in proportion to that (weights are read once per step, KV
+// reads grow with batch x context), so a step time that rose well past
+// the load's growth was slowed by something other than load, and the
+// batch that grew with it is a symptom. Full strength once the step rose
+// 30% more than the load.
+func (r *reader) stepsBeyondLoad() float64 {
+	slow := maxOf(r.rel(m.TPOT), r.rel(m.DecodeTime))
+	load := maxOf(1, r.rel(m.ThroughputRPS), r.rel(m.ArrivalRPS)) * maxOf(1, r.rel(m.MeanPromptTokens))
+	if slow <= 1 {
+		return 0
+	}
+	return ramp(math.Log(slow/load), math.Log(1.1), math.Log(1.3))
+}
+
 // slowerSteps is how clearly the time per output token rose: 0 below
 // lo times its baseline, 1 at hi times and a clear z.
 func (r *reader) slowerSteps(lo, hi float64) float64 {
@@ -174,7 +194,12 @@ func scoreQueueBacklog(r *reader) float64 {
 	if queued == 0 {
 		return 0
 	}
-	load := maxOf(r.up(m.ArrivalRPS), r.up(m.ThroughputRPS), 0.7*r.bothUp(m.RunningSeqs))
+	// A bigger batch is more load only when requests are served at least
+	// as fast: by Little's law, more sequences running at lower
+	// throughput, or behind steps that slowed beyond the load, stay
+	// longer rather than arrive more often.
+	batchLoad := 0.7 * r.bothUp(m.RunningSeqs) * (1 - r.down(m.ThroughputRPS)) * (1 - r.stepsBeyondLoad())
+	load := maxOf(r.up(m.ArrivalRPS), r.up(m.ThroughputRPS), batchLoad)
 	if a, ok := r.in.Snapshot.Current.Get(m.ArrivalRPS); ok {
 		if t, ok := r.in.Snapshot.Current.Get(m.ThroughputRPS); ok && t > 0 {
 			load = maxOf(load, ramp(a/t, 1.02, 1.2))
@@ -208,7 +233,10 @@ func scoreQueueBacklog(r *reader) float64 {
 	// while no more requests arrive is capacity lost, and the cause that
 	// slowed the steps explains it.
 	lost := r.slowerSteps(1.15, 1.5) * (1 - r.moreArrivals())
-	return (0.35*queued + 0.15*share + 0.25*load + 0.15*busy + 0.1*held) * (1 - 0.5*idle) * (1 - 0.6*shrunk) * (1 - 0.6*lost)
+	// The same checks hold for the absolute reading of a deep queue.
+	notLoad := (1 - 0.5*idle) * (1 - 0.6*shrunk) * (1 - 0.6*lost)
+	r.absDiscount = 1 - notLoad
+	return (0.35*queued + 0.15*share + 0.25*load + 0.15*busy + 0.1*held) * notLoad
 }
 
 // admissionCapped is how clearly a queue grew that neither more load nor
@@ -327,7 +355,10 @@ func scoreMemoryBandwidth(r *reader) float64 {
 		return 0
 	}
 	notThrottled := 1 - 0.6*r.down(m.SMClock)
-	byLoad := maxOf(r.bothUp(m.RunningSeqs), r.up(m.ThroughputRPS), r.up(m.MeanPromptTokens))
+	// A bigger batch only explains slower steps when load made it bigger;
+	// a batch that grew because each step got slower is the slow step's
+	// symptom (stepsBeyondLoad).
+	byLoad := maxOf(r.bothUp(m.RunningSeqs), r.up(m.ThroughputRPS), r.up(m.MeanPromptTokens)) * (1 - r.stepsBeyondLoad())
 	r.noteIf(dram, m.DRAMActive, remarkBandwidth)
 	r.noteIf(clk, m.MemClock, "")
 	r.noteIf(tpotUp, m.TPOT, remarkDecodeBound)
@@ -453,23 +484,33 @@ func scoreTransport(r *reader) float64 {
 	return 0.5*gapUp + 0.25*gwUp + 0.25*engineCalm
 }
 
-// scoreEngineErrors: the engine fails requests (OOM, crashes, aborts).
+// scoreEngineErrors: the engine fails requests (OOM, crashes); a client
+// cancelling (vLLM's finished_reason="abort") is not an engine error.
 func scoreEngineErrors(r *reader) float64 {
 	e, ok := r.val(m.ErrorRate)
-	if !ok {
+	err := 0.0
+	if ok {
+		err = maxOf(r.up(m.ErrorRate), ramp(e, 0.02, 0.1))
+	}
+	// A dead engine core finishes nothing, so vLLM's finished-request
+	// counter shows no errors for it; its API server answers 5xx. Read
+	// only where the source has the API server's counter.
+	api := 0.0
+	if a, has := r.in.Snapshot.Current.Get(m.APIErrorRate); has {
+		api = maxOf(r.up(m.APIErrorRate), ramp(a, 0.02, 0.1))
+	}
+	if err == 0 && api == 0 {
 		return 0
 	}
-	err := maxOf(r.up(m.ErrorRate), ramp(e, 0.02, 0.1))
-	if err == 0 {
-		return 0
-	}
-	r.note(m.ErrorRate, remarkFailing)
+	r.noteIf(err, m.ErrorRate, remarkFailing)
+	r.noteIf(api, m.APIErrorRate, remarkFailing)
 	r.noteIf(r.down(m.ThroughputRPS), m.ThroughputRPS, "")
+	err = maxOf(err, api)
 	// Requests time out of a queue only once waiting dominates their
 	// time; failures well past a healthy engine's rate while most of the
 	// request is still spent being served are the engine's own, not a
 	// symptom of whatever filled the queue.
-	if sh, ok := queueShare(r.in.Snapshot.Current); ok && e >= 0.03 {
+	if sh, qok := queueShare(r.in.Snapshot.Current); ok && qok && e >= 0.03 {
 		if ramp(e, 0.03, 0.08)*(1-ramp(sh, 0.5, 0.9)) >= 0.5 {
 			r.beyondUpstream = true
 		}

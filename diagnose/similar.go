@@ -259,6 +259,10 @@ type LabelledCase struct {
 	Review   Review
 	// At is when the incident happened; zero means the snapshot's time.
 	At time.Time
+	// Confidence is the uncalibrated confidence of the diagnosis the
+	// review confirmed or corrected (Diagnosis.Uncalibrated); 0 means
+	// unknown. Reviews with it teach the calibration (calibration.go).
+	Confidence float64
 }
 
 // Neighbour is one stored case close to a query.
@@ -277,6 +281,7 @@ type caseMeta struct {
 	id     string
 	at     int64 // unix seconds
 	cause  uint16
+	conf   float32 // uncalibrated confidence of the reviewed diagnosis, 0 unknown
 	review Review
 }
 
@@ -292,9 +297,14 @@ type KnowledgeBase struct {
 	causes []string
 	index  map[string]uint16
 	// Per cause: the summed features and the case indices in insertion
-	// order, for explaining away (explain.go).
+	// order, for explaining away (explain.go), and the summed squared
+	// features, for the learned feature weights (weights.go).
 	sums    [][SigDim]int64
+	sqs     [][SigDim]int64
 	byCause [][]int32
+	// gen counts changes, so fits derived from the content (the
+	// calibration) know when to refit.
+	gen uint64
 }
 
 // NewKnowledgeBase returns an empty knowledge base.
@@ -308,7 +318,7 @@ const maxCauses = math.MaxUint16
 // Add learns one labelled case.
 func (kb *KnowledgeBase) Add(c LabelledCase) error {
 	sig := NewSignature(c.Snapshot)
-	return kb.AddSignature(c.ID, sig, c.Cause, c.Review, caseTime(c))
+	return kb.addSignature(c.ID, sig, c.Cause, c.Review, caseTime(c), c.Confidence)
 }
 
 // caseTime is the incident time of c.
@@ -321,6 +331,12 @@ func caseTime(c LabelledCase) time.Time {
 
 // AddSignature learns a case from a precomputed signature.
 func (kb *KnowledgeBase) AddSignature(id string, sig Signature, cause string, review Review, at time.Time) error {
+	return kb.addSignature(id, sig, cause, review, at, 0)
+}
+
+// addSignature is AddSignature with the uncalibrated confidence of the
+// reviewed diagnosis (0 unknown).
+func (kb *KnowledgeBase) addSignature(id string, sig Signature, cause string, review Review, at time.Time, conf float64) error {
 	cause = strings.TrimSpace(cause)
 	if cause == "" {
 		return fmt.Errorf("diagnose: knowledge base: case %q has no cause", id)
@@ -349,7 +365,8 @@ func (kb *KnowledgeBase) AddSignature(id string, sig Signature, cause string, re
 	if !at.IsZero() {
 		t = at.Unix()
 	}
-	kb.meta = append(kb.meta, caseMeta{id: id, at: t, cause: ci, review: review})
+	kb.meta = append(kb.meta, caseMeta{id: id, at: t, cause: ci, review: review, conf: confOf(conf)})
+	kb.gen++
 	return nil
 }
 
@@ -377,6 +394,7 @@ func (kb *KnowledgeBase) putFrom(fresh *KnowledgeBase, id string) error {
 		kb.index[cause] = ci
 	}
 	md.cause = ci
+	kb.gen++
 	var nc code
 	copy(nc[:], fresh.vecs)
 	for i := range kb.meta {
@@ -410,7 +428,8 @@ func (kb *KnowledgeBase) Replace(cases []LabelledCase) error {
 func (kb *KnowledgeBase) swap(fresh *KnowledgeBase) {
 	kb.mu.Lock()
 	kb.vecs, kb.meta, kb.causes, kb.index = fresh.vecs, fresh.meta, fresh.causes, fresh.index
-	kb.sums, kb.byCause = fresh.sums, fresh.byCause
+	kb.sums, kb.sqs, kb.byCause = fresh.sums, fresh.sqs, fresh.byCause
+	kb.gen += fresh.gen + 1
 	kb.mu.Unlock()
 }
 
@@ -625,11 +644,21 @@ func (kb *KnowledgeBase) Match(sig Signature, k int, at time.Time) Match {
 	q := sig.encode()
 	kb.mu.RLock()
 	defer kb.mu.RUnlock()
-	top := scanNearest(&q, kb.vecs, k)
+	var top []hit
+	w, weighted := kb.featureWeights()
+	if weighted {
+		top = scanNearestWeighted(&q, kb.vecs, k, &w)
+	} else {
+		top = scanNearest(&q, kb.vecs, k)
+	}
 	total := 0.0
 	for _, h := range top {
 		md := kb.meta[h.idx]
-		sim := similarityOf(h.d)
+		d := h.d
+		if weighted {
+			d /= weightUnit
+		}
+		sim := similarityOf(d)
 		nb := Neighbour{ID: md.id, RootCause: kb.causes[md.cause], Similarity: sim, weight: voteWeight(sim, md.review, md.at, at)}
 		var v code
 		copy(v[:], kb.vecs[h.idx*sigWords:(h.idx+1)*sigWords])
@@ -645,4 +674,13 @@ func (kb *KnowledgeBase) Match(sig Signature, k int, at time.Time) Match {
 		}
 	}
 	return res
+}
+
+// confOf stores a confidence in 0-1 as a float32, anything else as
+// unknown (0).
+func confOf(c float64) float32 {
+	if !(c > 0 && c <= 1) {
+		return 0
+	}
+	return float32(c)
 }

@@ -125,13 +125,28 @@ func TestScanMatchesBruteForce(t *testing.T) {
 		}
 		qs := randSig()
 		q := qs.encode()
-		for _, k := range []int{1, 10, 50} {
+		var w [SigDim]uint32
+		for j := range w {
+			w[j] = uint32(rng.Intn(1 << weightBits))
+		}
+		for _, tc := range []struct {
+			k        int
+			weighted bool
+		}{{1, false}, {10, false}, {50, false}, {1, true}, {10, true}, {50, true}} {
+			k := tc.k
 			got := scanNearest(&q, vecs, k)
+			if tc.weighted {
+				got = scanNearestWeighted(&q, vecs, k, &w)
+			}
 			all := make([]hit, n)
 			for i := range codes {
 				var d uint32
 				for j := 0; j < SigDim; j++ {
-					d += uint32(abs(q.feature(j) - codes[i].feature(j)))
+					wj := uint32(1)
+					if tc.weighted {
+						wj = w[j]
+					}
+					d += wj * uint32(abs(q.feature(j)-codes[i].feature(j)))
 				}
 				all[i] = hit{i, d}
 			}
@@ -143,11 +158,11 @@ func TestScanMatchesBruteForce(t *testing.T) {
 			})
 			want := all[:min(k, n)]
 			if len(got) != len(want) {
-				t.Fatalf("n=%d k=%d: %d hits, want %d", n, k, len(got), len(want))
+				t.Fatalf("n=%d k=%d weighted=%v: %d hits, want %d", n, k, tc.weighted, len(got), len(want))
 			}
 			for i := range want {
 				if got[i].d != want[i].d {
-					t.Fatalf("n=%d k=%d: hit %d distance %d, want %d", n, k, i, got[i].d, want[i].d)
+					t.Fatalf("n=%d k=%d weighted=%v: hit %d distance %d, want %d", n, k, tc.weighted, i, got[i].d, want[i].d)
 				}
 			}
 		}

@@ -15,41 +15,6 @@ import (
 // not know.
 func causeTitle(id string) string { return m.CauseTitle(id) }
 
-// metricNames are the short English names of catalog metrics used in
-// evidence sentences.
-var metricNames = map[string]string{
-	m.GatewayE2E:       "Gateway E2E latency",
-	m.E2E:              "Engine E2E latency",
-	m.E2EP99:           "p99 engine E2E latency",
-	m.TTFT:             "Time to first token",
-	m.TTFTP99:          "p99 time to first token",
-	m.TPOT:             "Time per output token",
-	m.TPOTP99:          "p99 time per output token",
-	m.QueueTime:        "Queue time",
-	m.PrefillTime:      "Prefill time",
-	m.DecodeTime:       "Decode time",
-	m.ThroughputRPS:    "Throughput",
-	m.ArrivalRPS:       "Arrival rate",
-	m.PromptTPS:        "Prompt tokens/s",
-	m.GenerationTPS:    "Generated tokens/s",
-	m.RunningSeqs:      "Running batch",
-	m.QueueDepth:       "Queue depth",
-	m.MeanPromptTokens: "Mean prompt length",
-	m.SMUtil:           "SM activity",
-	m.TensorActive:     "Tensor-pipe activity",
-	m.DRAMActive:       "DRAM bandwidth utilisation",
-	m.GPUMemUsedFrac:   "GPU memory used",
-	m.KVCacheUsage:     "KV-cache usage",
-	m.SMClock:          "SM clock",
-	m.MemClock:         "Memory clock",
-	m.Power:            "Board power",
-	m.GPUTemp:          "GPU temperature",
-	m.KVCacheHitRate:   "Prefix-cache hit rate",
-	m.RejectionRate:    "Draft rejection rate",
-	m.ErrorRate:        "Error rate",
-	m.PreemptionRate:   "Preemption rate",
-}
-
 // Remark keys: a physical reading a rule adds to an evidence sentence.
 const (
 	remarkKVFull        = "kv_full"
@@ -174,9 +139,9 @@ func formatValue(id string, x float64) string {
 // evidenceText is the one-sentence reading of a metric against its baseline,
 // followed by the rule's remark.
 func evidenceText(id string, x float64, d Deviation, remark string) string {
-	name := metricNames[id]
-	if name == "" {
-		name = id
+	name := id
+	if md, ok := m.Lookup(id); ok {
+		name = md.Name
 	}
 	var s string
 	switch {

@@ -12,6 +12,7 @@ import (
 	"github.com/casebook/casebook/auth"
 	"github.com/casebook/casebook/handlers"
 	"github.com/casebook/casebook/handlers/handlerstest"
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
 	"github.com/casebook/casebook/web"
@@ -77,12 +78,12 @@ func (f *authFixture) token(t testing.TB, name, scope string) string {
 }
 
 // wantPolicy is the access matrix the console promises, written out here
-// independently of web.RoutePolicies: viewers read, reviewers label, note,
+// independently of the route table in web/routes.go: viewers read, reviewers label, note,
 // diagnose and attach traces, admins share and administer.
 var wantPolicy = map[string]web.Policy{
 	"health.live": web.PolicyPublic, "health.ready": web.PolicyPublic, "static": web.PolicyPublic,
 	"session.login.form": web.PolicyPublic, "session.login": web.PolicyPublic, "session.logout": web.PolicyPublic,
-	"share.show": web.PolicyPublic,
+	"share.show": web.PolicyPublic, "share.preview": web.PolicyPublic,
 
 	"api.alert.alertmanager": web.PolicyWebhook,
 
@@ -93,6 +94,7 @@ var wantPolicy = map[string]web.Policy{
 	"kb.show": web.PolicyViewer, "api.incident.list": web.PolicyViewer, "api.incident.show": web.PolicyViewer,
 	"api.incident.export": web.PolicyViewer, "api.incident.trace.list": web.PolicyViewer,
 	"change.show": web.PolicyViewer, "api.change.list": web.PolicyViewer,
+	"incident.preview": web.PolicyViewer, "review.queue": web.PolicyViewer,
 
 	"diagnosis.create.model": web.PolicyReviewer, "diagnosis.create.instance": web.PolicyReviewer,
 	"api.diagnosis.create": web.PolicyReviewer, "fault.create": web.PolicyReviewer, "fault.clear": web.PolicyReviewer,
@@ -179,9 +181,9 @@ func TestRoleMatrix(t *testing.T) {
 			path = strings.Replace(r.Path, ":id", fmt.Sprint(spareTok.ID), 1)
 		}
 		for _, c := range callers {
-			if r.Name == handlers.RouteShareShow && c.name == "anonymous" {
+			if r.Name == string(route.ShareShow) && c.name == "anonymous" {
 				path = "/share/" + strings.Repeat("0", 32) // anyone may try; only the holder gets in
-			} else if r.Name == handlers.RouteShareShow {
+			} else if r.Name == string(route.ShareShow) {
 				path = "/share/" + held.Token
 			}
 			hdr := c.hdr()
@@ -200,10 +202,10 @@ func TestRoleMatrix(t *testing.T) {
 			}
 			allowed := pol.Allows(c.p)
 			denied := res.status == http.StatusUnauthorized || res.status == http.StatusForbidden
-			if r.Name == web.RouteLoginPost && res.status == http.StatusUnauthorized && strings.Contains(res.body, `data-testid="login-error"`) {
+			if r.Name == string(route.LoginPost) && res.status == http.StatusUnauthorized && strings.Contains(res.body, `data-testid="login-error"`) {
 				denied = false // the handler refused the empty password: the route was reached
 			}
-			failed := res.status >= 500 && !(r.Name == web.RouteReadyz && res.status == http.StatusServiceUnavailable)
+			failed := res.status >= 500 && !(r.Name == string(route.Readyz) && res.status == http.StatusServiceUnavailable)
 			switch {
 			case allowed && (denied || failed):
 				t.Errorf("%s %s as %s (policy %s): status %d, want allowed; %.200s", r.Method, path, c.name, pol, res.status, res.body)
@@ -214,7 +216,7 @@ func TestRoleMatrix(t *testing.T) {
 			case !allowed && c.p.Authenticated() && res.status != http.StatusForbidden:
 				t.Errorf("%s %s as %s: status %d, want 403", r.Method, path, c.name, res.status)
 			}
-			if r.Name == handlers.RouteShareShow && c.name == "share holder" {
+			if r.Name == string(route.ShareShow) && c.name == "share holder" {
 				if res.status != http.StatusOK {
 					t.Errorf("share holder opening the link: %d", res.status)
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/auth"
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
 )
@@ -110,7 +111,7 @@ func (h *Accounts) LoginForm(c echo.Context) error {
 // for as the place to return to.
 func (h *Accounts) RenderLogin(c echo.Context, status int, name, msg string) error {
 	next := c.FormValue("next")
-	if c.Request().Method == http.MethodGet && c.Path() != "/login" {
+	if c.Request().Method == http.MethodGet && c.Path() != route.Login.Pattern() {
 		next = c.Request().URL.RequestURI()
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
@@ -121,7 +122,7 @@ func (h *Accounts) RenderLogin(c echo.Context, status int, name, msg string) err
 // to send someone elsewhere.
 func safeNext(next string) string {
 	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || len(next) > 2048 {
-		return "/"
+		return route.URL(route.Overview)
 	}
 	return next
 }
@@ -185,14 +186,14 @@ func (h *Accounts) Logout(c echo.Context) error {
 	}
 	c.SetCookie(&http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: h.d.SecureCookies, SameSite: http.SameSiteLaxMode})
 	if h.d.PasswordLogin {
-		return redirect(c, "/login")
+		return redirect(c, route.URL(route.Login))
 	}
-	return redirect(c, "/")
+	return redirect(c, route.URL(route.Overview))
 }
 
 // author is the name recorded for a label, note or share link: the
 // signed-in user when there is one (a session or the proxy), else the name
-// the form or request gave; an API token is "token NAME", whatever its
+// the form or request gave, else "local"; an API token is "token NAME", whatever its
 // request says, so a token cannot write as a person.
 func author(c echo.Context, given string) string {
 	p := auth.FromContext(c.Request().Context())
@@ -208,7 +209,9 @@ func author(c echo.Context, given string) string {
 	if g := strings.TrimSpace(given); g != "" {
 		return g
 	}
-	return p.Name
+	// No name given without authentication: the console's own actor
+	// ("local"), so that a review is one click in every mode.
+	return p.Actor()
 }
 
 // webhookToken reports whether the request carries an API token with the

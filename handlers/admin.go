@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/auth"
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
 )
@@ -71,7 +73,7 @@ func (h *Accounts) CreateUser(c echo.Context) error {
 	if _, err := h.d.Store.AddUser(c.Request().Context(), name, c.FormValue("role"), hash, h.d.Now()); err != nil {
 		return archiveError(err, "name")
 	}
-	return redirect(c, "/admin/users?done=added")
+	return redirect(c, route.URLQuery(route.Users, url.Values{"done": {"added"}}))
 }
 
 func pathID(c echo.Context, param string) (int64, error) {
@@ -98,7 +100,7 @@ func (h *Accounts) UpdateUser(c echo.Context) error {
 	if _, err := h.d.Store.UpdateUser(c.Request().Context(), id, c.FormValue("role"), hash, h.d.Now()); err != nil {
 		return accountError(err, "id")
 	}
-	return redirect(c, "/admin/users?done=saved")
+	return redirect(c, route.URLQuery(route.Users, url.Values{"done": {"saved"}}))
 }
 
 // DeleteUser removes an account; an admin cannot remove their own.
@@ -116,7 +118,7 @@ func (h *Accounts) DeleteUser(c echo.Context) error {
 	if err := h.d.Store.DeleteUser(ctx, id, h.d.Now()); err != nil {
 		return accountError(err, "id")
 	}
-	return redirect(c, "/admin/users?done=removed")
+	return redirect(c, route.URLQuery(route.Users, url.Values{"done": {"removed"}}))
 }
 
 func accountError(err error, param string) error {
@@ -175,7 +177,7 @@ func (h *Accounts) RevokeToken(c echo.Context) error {
 	if err := h.d.Store.RevokeToken(c.Request().Context(), id, h.d.Now()); err != nil {
 		return accountError(err, "id")
 	}
-	return redirect(c, "/admin/tokens")
+	return redirect(c, route.URL(route.Tokens))
 }
 
 // auditPage is how many entries the audit page shows at once.
@@ -201,7 +203,7 @@ func (h *Accounts) Audit(c echo.Context) error {
 			From: e.RemoteAddr, Before: string(e.Before), After: string(e.After)})
 	}
 	if len(es) == auditPage {
-		v.Older = "/admin/audit?before=" + strconv.FormatInt(es[len(es)-1].ID, 10)
+		v.Older = route.URLQuery(route.Audit, url.Values{"before": {strconv.FormatInt(es[len(es)-1].ID, 10)}})
 	}
 	return render(c, http.StatusOK, views.AuditPage(v))
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/incident"
+	"github.com/casebook/casebook/internal/route"
 )
 
 // MaxAlertBody bounds an Alertmanager webhook message. It is far above
@@ -48,11 +49,8 @@ func (h *Alerts) Alertmanager(c echo.Context) error {
 	return c.JSON(status, map[string]any{"alerts": results})
 }
 
-// AlertmanagerPath is the webhook's route.
-const AlertmanagerPath = "/api/v1/alerts/alertmanager"
-
 // IsAlertmanagerWebhook reports a webhook request, which bounds its own
 // body at MaxAlertBody instead of the console-wide limit.
 func IsAlertmanagerWebhook(c echo.Context) bool {
-	return c.Request().Method == http.MethodPost && c.Path() == AlertmanagerPath
+	return c.Request().Method == http.MethodPost && c.Path() == route.APIAlertmanager.Pattern()
 }

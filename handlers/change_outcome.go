@@ -2,11 +2,8 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"time"
 
 	"github.com/casebook/casebook/change"
 	"github.com/casebook/casebook/metrics"
@@ -49,37 +46,20 @@ func (h *Changes) measure(ctx context.Context, scope metrics.Scope, ch store.Cha
 	if ch.Status != store.ChangeApplied || ch.AppliedAt.IsZero() || len(ch.Outcome) > 0 || h.d.Capture == nil {
 		return ch, nil
 	}
-	w := h.d.OutcomeWindow
-	settle := w / 4
-	if h.d.Now().Before(ch.AppliedAt.Add(settle + w)) {
+	if h.d.Now().Before(change.OutcomeDue(ch.AppliedAt, h.d.OutcomeWindow)) {
 		return ch, nil
 	}
-	var req change.Request
-	if err := json.Unmarshal(ch.Doc, &req); err != nil {
-		return ch, fmt.Errorf("change %d: document: %w", ch.ID, err)
+	req, err := change.DecodeRequest(ch.Doc)
+	if err != nil {
+		return ch, fmt.Errorf("change %d: %w", ch.ID, err)
 	}
-	ids := []string{metrics.ArrivalRPS, metrics.ThroughputRPS}
-	for _, e := range req.Effects {
-		ids = append(ids, e.Metric)
-	}
-	window := func(start time.Time) ([]metrics.Point, error) {
-		step := max(w/60, 15*time.Second)
-		series, err := h.d.Capture.Range(ctx, scope, ids, metrics.Range{Start: start, End: start.Add(w), Step: step})
-		if err != nil {
-			return nil, err
-		}
-		return pointsOf(series), nil
-	}
-	before, err := window(ch.AppliedAt.Add(-w))
+	o, err := change.Measure(req, ch.AppliedAt, h.d.OutcomeWindow, func(ids []string, r metrics.Range) ([]metrics.Series, error) {
+		return h.d.Capture.Range(ctx, scope, ids, r)
+	})
 	if err != nil {
 		return ch, err
 	}
-	after, err := window(ch.AppliedAt.Add(settle))
-	if err != nil {
-		return ch, err
-	}
-	o := change.Evaluate(req.Effects, before, after, ch.AppliedAt, w)
-	body, err := json.Marshal(o)
+	body, err := o.Encode()
 	if err != nil {
 		return ch, err
 	}
@@ -88,29 +68,4 @@ func (h *Changes) measure(ctx context.Context, scope metrics.Scope, ch store.Cha
 	}
 	ch.Outcome, ch.Verdict = body, o.Verdict
 	return ch, nil
-}
-
-// pointsOf turns per-metric series into points by timestamp.
-func pointsOf(series []metrics.Series) []metrics.Point {
-	byT := map[int64]metrics.Values{}
-	var order []int64
-	for _, s := range series {
-		for _, x := range s.Samples {
-			k := x.T.UnixNano()
-			v, ok := byT[k]
-			if !ok {
-				v = metrics.Values{}
-				byT[k] = v
-				order = append(order, k)
-			}
-			if _, seen := v[s.Metric]; !seen && !math.IsNaN(x.V) {
-				v[s.Metric] = x.V
-			}
-		}
-	}
-	out := make([]metrics.Point, 0, len(order))
-	for _, k := range order {
-		out = append(out, metrics.Point{At: time.Unix(0, k).UTC(), Values: byT[k]})
-	}
-	return out
 }

@@ -1,12 +1,12 @@
 package handlers
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/casebook/casebook/change"
 	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
 )
@@ -28,14 +28,13 @@ func ChangeRows(cs []store.Change) []views.ChangeRow {
 }
 
 func changeRow(ch store.Change) views.ChangeRow {
-	var req change.Request
-	_ = json.Unmarshal(ch.Doc, &req)
+	req, _ := change.DecodeRequest(ch.Doc) // an unreadable document leaves the action's id as the title
 	title := req.Title
 	if title == "" {
 		title = ch.ActionID
 	}
 	return views.ChangeRow{ID: ch.ID, Title: title, Status: string(ch.Status), Delivery: ch.Delivery, Verdict: ch.Verdict,
-		CreatedAt: ch.CreatedAt, Link: views.ChangePath(ch.IncidentID, ch.ID)}
+		CreatedAt: ch.CreatedAt, Link: route.URL(route.ChangeShow, ch.IncidentID, ch.ID)}
 }
 
 // changeTimeline adds an incident's change requests to its timeline.
@@ -69,8 +68,7 @@ func changeTimeline(cs []store.Change) []views.TimelineEntry {
 }
 
 func (h *Changes) changeView(inc store.Incident, ch store.Change) views.ChangeView {
-	var req change.Request
-	_ = json.Unmarshal(ch.Doc, &req)
+	req, _ := change.DecodeRequest(ch.Doc) // an unreadable document shows the stored Markdown only
 	v := views.ChangeView{Layout: h.layout(fmt.Sprintf("Change request %d", ch.ID)), IncidentID: inc.ID, IncidentTitle: inc.Title,
 		Row: changeRow(ch), UID: ch.UID, Action: req.Action.Title, Why: req.Action.Why, Risk: req.Risk, Rollback: req.Rollback,
 		ArgDiff: req.VLLMArgs, Helm: req.HelmValues, Markdown: ch.Markdown, Webhook: h.d.Webhook != nil, AppliedAt: ch.AppliedAt,
@@ -101,11 +99,10 @@ func (h *Changes) changeView(inc store.Incident, ch store.Change) views.ChangeVi
 		v.Attempts = append(v.Attempts, views.DeliveryRow{Attempt: a.Attempt, At: a.At, OK: a.OK, Code: a.Code, Error: a.Error})
 	}
 	if !ch.AppliedAt.IsZero() {
-		v.OutcomeDue = ch.AppliedAt.Add(h.d.OutcomeWindow/4 + h.d.OutcomeWindow)
+		v.OutcomeDue = change.OutcomeDue(ch.AppliedAt, h.d.OutcomeWindow)
 	}
 	if len(ch.Outcome) > 0 {
-		var o change.Outcome
-		if json.Unmarshal(ch.Outcome, &o) == nil {
+		if o, err := change.DecodeOutcome(ch.Outcome); err == nil {
 			for _, e := range o.Effects {
 				v.Outcome = append(v.Outcome, views.OutcomeRow{Metric: views.MetricLabel(e.Metric), Direction: e.Direction,
 					Before: fmt.Sprintf("%.4g", e.Before), After: fmt.Sprintf("%.4g", e.After), Change: fmt.Sprintf("%+.0f%%", 100*e.Change),

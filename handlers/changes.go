@@ -17,6 +17,7 @@ import (
 	"github.com/casebook/casebook/change"
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/incident"
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
@@ -116,24 +117,6 @@ func NewChanges(bg context.Context, d ChangeDeps) *Changes {
 	return &Changes{d: d, bg: bg}
 }
 
-// Route names of the change requests.
-const (
-	RouteChangeCreate  = "change.create"
-	RouteChangeShow    = "change.show"
-	RouteChangeStatus  = "change.status"
-	RouteChangeDeliver = "change.deliver"
-	RouteAPIChangeList = "api.change.list"
-)
-
-// Register adds the change-request routes to g (the root group).
-func (h *Changes) Register(g *echo.Group) {
-	g.POST("/incidents/:id/changes", h.Create).Name = RouteChangeCreate
-	g.GET("/incidents/:id/changes/:cid", h.Show).Name = RouteChangeShow // also :cid.md and :cid.json
-	g.POST("/incidents/:id/changes/:cid/status", h.Status).Name = RouteChangeStatus
-	g.POST("/incidents/:id/changes/:cid/deliver", h.Deliver).Name = RouteChangeDeliver
-	g.GET("/api/v1/incidents/:id/changes", h.APIList).Name = RouteAPIChangeList
-}
-
 // APIList returns an incident's change requests as JSON: each with its
 // document, status, delivery attempts and outcome.
 func (h *Changes) APIList(c echo.Context) error {
@@ -230,7 +213,7 @@ func (h *Changes) Create(c echo.Context) error {
 		capacity = &cp
 	}
 	req, err := change.Build(change.BuildInput{
-		IncidentID: id, IncidentURL: h.baseURL(c) + views.IncidentPath(id), Title: p.Incident.Title, Scope: scope,
+		IncidentID: id, IncidentURL: h.baseURL(c) + route.URL(route.IncidentShow, id), Title: p.Incident.Title, Scope: scope,
 		Diagnosis: d, Action: *act, Proposal: prop, Schedule: h.d.Schedule, Capacity: capacity, Chart: h.d.HelmChart,
 		By: strings.TrimSpace(c.FormValue("by")), Now: h.d.Now(),
 	})
@@ -253,7 +236,7 @@ func (h *Changes) Create(c echo.Context) error {
 	if h.d.Webhook != nil {
 		h.startDelivery(stored)
 	}
-	return c.Redirect(http.StatusSeeOther, views.ChangePath(id, stored.ID))
+	return c.Redirect(http.StatusSeeOther, route.URL(route.ChangeShow, id, stored.ID))
 }
 
 func (h *Changes) baseURL(c echo.Context) string {
@@ -328,7 +311,7 @@ func (h *Changes) Status(c echo.Context) error {
 	if err := h.d.Store.SetChangeStatus(ctx, incident, id, st, h.d.Now()); err != nil {
 		return changeError(err)
 	}
-	return c.Redirect(http.StatusSeeOther, views.ChangePath(incident, id))
+	return c.Redirect(http.StatusSeeOther, route.URL(route.ChangeShow, incident, id))
 }
 
 // Deliver queues a change request for the webhook again.
@@ -349,5 +332,5 @@ func (h *Changes) Deliver(c echo.Context) error {
 		return changeError(err)
 	}
 	h.startDelivery(ch) // a new round of attempts; earlier ones stay on the page
-	return c.Redirect(http.StatusSeeOther, views.ChangePath(incident, id))
+	return c.Redirect(http.StatusSeeOther, route.URL(route.ChangeShow, incident, id))
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/casebook/casebook/change"
 	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/incident/incidenttest"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
@@ -119,7 +120,7 @@ func TestChangeRequestFromAnIncident(t *testing.T) {
 	defer hook.Close()
 	f, st, changes, clk := newChangeFixture(t, hook.URL)
 	end := clk.now()
-	if r := f.postAlert(t, alertBody("firing", "c0ffee0000000001", "llama-70b", "llama-70b-1", "TTFT high", ""), alertToken); r.status != 200 {
+	if r := f.postAlert(t, incidenttest.AlertBody("firing", "c0ffee0000000001", "llama-70b", "llama-70b-1", "TTFT high", ""), alertToken); r.status != 200 {
 		t.Fatalf("alert: %d %s", r.status, r.body)
 	}
 	page := f.get(t, "/incidents/1")
@@ -281,7 +282,7 @@ func TestChangeDeliveryRefusedAndResent(t *testing.T) {
 	}))
 	defer hook.Close()
 	f, st, _, _ := newChangeFixture(t, hook.URL)
-	if r := f.postAlert(t, alertBody("firing", "c0ffee0000000002", "llama-70b", "llama-70b-1", "TTFT high", ""), alertToken); r.status != 200 {
+	if r := f.postAlert(t, incidenttest.AlertBody("firing", "c0ffee0000000002", "llama-70b", "llama-70b-1", "TTFT high", ""), alertToken); r.status != 200 {
 		t.Fatalf("alert: %d %s", r.status, r.body)
 	}
 	if r := postForm(t, f, "/incidents/1/changes", url.Values{"action": {"raise_gpu_memory_utilization"}}); r.status != http.StatusSeeOther {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/telemetry"
 	"github.com/casebook/casebook/views"
@@ -67,5 +68,49 @@ func CoverageView(c telemetry.Coverage) *views.CoverageView {
 		row.Series, row.Note = strings.Join(r.Missing, " + "), r.Why
 		v.Missing = append(v.Missing, row)
 	}
+	v.Profiling = profilingSentence(c)
+	var missing []string
+	for _, r := range c.Missing() {
+		missing = append(missing, r.ID)
+	}
+	for _, g := range diagnose.Gaps(missing) {
+		labels := make([]string, len(g.Missing))
+		for i, id := range g.Missing {
+			labels[i] = views.MetricLabel(id)
+		}
+		v.Gaps = append(v.Gaps, views.GapRow{Cause: g.Cause, Title: views.CauseTitle(g.Cause), Metrics: strings.Join(labels, ", ")})
+	}
 	return v
+}
+
+// profilingSentence says, when the GPUs report no DCGM profiling field
+// (dcgm-exporter's default counter file), which metrics that leaves out
+// and what SM activity is read from instead; empty otherwise.
+func profilingSentence(c telemetry.Coverage) string {
+	var absent []string
+	for _, r := range c.Missing() {
+		// Missing for that reason, not because the GPUs did not join.
+		if len(r.Missing) > 0 && strings.HasPrefix(r.Missing[0], "DCGM_FI_PROF_") && strings.Contains(r.Why, "default-counters.csv") {
+			absent = append(absent, views.MetricLabel(r.ID))
+		}
+	}
+	if len(absent) == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("DCGM profiling fields (DCGM_FI_PROF_*) are absent: the GPUs' dcgm-exporter runs its default counter file (default-counters.csv), so %s %s missing.",
+		joinWords(absent), map[bool]string{true: "is", false: "are"}[len(absent) == 1])
+	for _, r := range c.Resolved() {
+		if r.ID == metrics.SMUtil && len(r.Using) > 0 && !strings.HasPrefix(r.Using[0], "DCGM_FI_PROF_") {
+			s += fmt.Sprintf(" %s is read from %s, the share of time a kernel ran, not how many SMs it kept busy.", views.MetricLabel(r.ID), r.Using[0])
+		}
+	}
+	return s
+}
+
+// joinWords joins "a", "b" and "c" as "a, b and c".
+func joinWords(w []string) string {
+	if len(w) < 2 {
+		return strings.Join(w, "")
+	}
+	return strings.Join(w[:len(w)-1], ", ") + " and " + w[len(w)-1]
 }

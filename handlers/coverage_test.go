@@ -71,6 +71,20 @@ func TestCoverageOnStorageAndScopePages(t *testing.T) {
 	if strings.Contains(res.body, `data-testid="scope-gpu-join"`) || !strings.Contains(res.body, `data-metric="tensor_active"`) {
 		t.Errorf("joined scope page: GPU join notice shown or missing metrics not listed")
 	}
+	// Without profiling fields the page says so, what stands in for SM
+	// activity, and which rules read what is missing.
+	for _, page := range []struct{ path, prefix string }{{"/scopes/llama-70b/llama-70b-0", "scope"}, {"/storage", "storage"}} {
+		body := f.do(t, http.MethodGet, page.path, nil, nil).body
+		for _, want := range []string{
+			`data-testid="` + page.prefix + `-profiling"`, "DCGM profiling fields (DCGM_FI_PROF_*) are absent", "Tensor active and DRAM active are missing",
+			"SM active is read from DCGM_FI_DEV_GPU_UTIL",
+			`data-testid="` + page.prefix + `-rule-gaps"`, `data-cause="memory_bandwidth_bound"`, `data-cause="host_overhead"`,
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("%s lacks %q", page.path, want)
+			}
+		}
+	}
 
 	// A source that cannot answer leaves the pages as they were.
 	f = newFixture(t, tel, func(o *web.Options) { o.Telemetry = coverageTelemetry{Telemetry: tel, err: errors.New("down")} })

@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/views"
 )
@@ -51,7 +52,7 @@ func (h *Diagnoses) Create(c echo.Context) error {
 		if err != nil {
 			return fmt.Errorf("diagnoses: open incident for %s: %w", scope, err)
 		}
-		return redirect(c, views.IncidentPath(inc.ID))
+		return redirect(c, route.URL(route.IncidentShow, inc.ID))
 	}
 	diag := h.d.Diagnoser.Diagnose(snap)
 	back := views.ScopePath(scope, views.RangeQuery("", at.Add(-time.Hour), at))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/views"
 )
@@ -105,7 +106,7 @@ func (h *Faults) Create(c echo.Context) error {
 	if err != nil {
 		return badParam("cause", "the simulator refused the fault: %v", err)
 	}
-	return redirect(c, "/faults?injected="+url.QueryEscape(id))
+	return redirect(c, route.URLQuery(route.Faults, url.Values{"injected": {id}}))
 }
 
 // Clear removes every active fault and redirects to the list.
@@ -115,5 +116,5 @@ func (h *Faults) Clear(c echo.Context) error {
 		return err
 	}
 	fi.ClearFaults()
-	return redirect(c, "/faults?cleared=1")
+	return redirect(c, route.URLQuery(route.Faults, url.Values{"cleared": {"1"}}))
 }

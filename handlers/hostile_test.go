@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/casebook/casebook/incident/incidenttest"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/web"
 )
@@ -36,7 +37,7 @@ func TestHostileInputIsInert(t *testing.T) {
 	var ids []int64
 	for i, p := range hostile {
 		// Alert summary becomes the incident title; the pod label its instance.
-		body := alertBody("firing", fmt.Sprintf("%016x", 0xf00+i), "llama-70b", "pod-"+fmt.Sprint(i), p, "")
+		body := incidenttest.AlertBody("firing", fmt.Sprintf("%016x", 0xf00+i), "llama-70b", "pod-"+fmt.Sprint(i), p, "")
 		rep := decodeReply(t, af.postAlert(t, body, alertToken))
 		if len(rep.Alerts) != 1 || rep.Alerts[0].IncidentID == 0 {
 			t.Fatalf("alert with payload %q: %+v", p, rep)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
 )
@@ -104,13 +105,10 @@ func (h *Incidents) List(c echo.Context) error {
 		if f.Limit > 0 {
 			next.Set("limit", q.Get("limit"))
 		}
-		v.NextHref = "/incidents?" + next.Encode()
+		v.NextHref = route.URLQuery(route.IncidentList, next)
 	}
 	if !f.After.IsZero() {
-		v.FirstHref = "/incidents"
-		if len(base) > 0 {
-			v.FirstHref += "?" + base.Encode()
-		}
+		v.FirstHref = route.URLQuery(route.IncidentList, base)
 	}
 	return render(c, http.StatusOK, views.IncidentListPage(v))
 }

@@ -2,10 +2,8 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/incident"
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
@@ -26,6 +25,8 @@ func (h *Incidents) Show(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	base := h.baseURL(c)
+	v.Layout.Card = card(v, base+route.URL(route.IncidentShow, v.ID), base+incidentPreviewPath(v.ID))
 	return render(c, http.StatusOK, views.IncidentPage(v))
 }
 
@@ -51,6 +52,9 @@ func (h *Incidents) Shared(c echo.Context) error {
 		return archiveError(err, "token")
 	}
 	v := h.buildView(ctx, p, nil, true)
+	base := h.baseURL(c)
+	tok := c.Param("token") // resolved above: a live link
+	v.Layout.Card = card(v, base+sharePath(tok), base+sharePreviewPath(tok))
 	c.Response().Header().Set("Referrer-Policy", "no-referrer")
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return render(c, http.StatusOK, views.IncidentSharedPage(v))
@@ -80,6 +84,7 @@ func (h *Incidents) incidentView(c echo.Context, readOnly bool) (views.IncidentV
 			return views.IncidentView{}, err
 		}
 		v.Causes = causeOptions(causes)
+		v.Review = reviewControls(v.ID, v.Current.D.RootCause, v.Verdict, v.TrueCauseTitle, v.Causes, "")
 	}
 	return v, nil
 }
@@ -93,22 +98,20 @@ func causeOptions(cs []store.Cause) []views.CauseOption {
 }
 
 func triggerText(inc store.Incident) string {
-	var detail map[string]any
-	_ = json.Unmarshal(inc.TriggerDetail, &detail)
-	str := func(k string) string { s, _ := detail[k].(string); return s }
+	detail, _ := incident.DecodeTriggerDetail(inc.TriggerDetail) // an unreadable detail names the trigger only
 	switch inc.Trigger {
 	case store.TriggerAlertmanager:
 		text := "Alertmanager alert"
-		if n := str("alertname"); n != "" {
-			text += " " + n
+		if detail.AlertName != "" {
+			text += " " + detail.AlertName
 		}
 		return text + lostAlertsText(detail)
 	case store.TriggerDetector:
-		if left := bandsLeft(inc.TriggerDetail); left != "" {
+		if left := bandsLeft(detail.Bands); left != "" {
 			return "Dynamic-threshold detector: " + left
 		}
-		if m := str("metric"); m != "" {
-			return "Dynamic-threshold detector on " + views.MetricLabel(m)
+		if detail.Metric != "" {
+			return "Dynamic-threshold detector on " + views.MetricLabel(detail.Metric)
 		}
 		return "Dynamic-threshold detector"
 	default:
@@ -119,15 +122,13 @@ func triggerText(inc store.Incident) string {
 // lostAlertsText says how many alerts of the incident's webhook message
 // opened nothing: dropped past the per-message limit, or truncated by
 // Alertmanager's max_alerts; "" when none were.
-func lostAlertsText(detail map[string]any) string {
-	dropped, _ := detail["dropped_alerts"].(float64)
-	truncated, _ := detail["truncated_alerts"].(float64)
+func lostAlertsText(detail incident.TriggerDetail) string {
 	var parts []string
-	if dropped > 0 {
-		parts = append(parts, fmt.Sprintf("%.0f alerts of its group were past Casebook's limit of %d per message and opened no incident", dropped, incident.MaxAlertsPerMessage))
+	if detail.DroppedAlerts > 0 {
+		parts = append(parts, fmt.Sprintf("%d alerts of its group were past Casebook's limit of %d per message and opened no incident", detail.DroppedAlerts, incident.MaxAlertsPerMessage))
 	}
-	if truncated > 0 {
-		parts = append(parts, fmt.Sprintf("Alertmanager left %.0f more out of the message (max_alerts)", truncated))
+	if detail.TruncatedAlerts > 0 {
+		parts = append(parts, fmt.Sprintf("Alertmanager left %d more out of the message (max_alerts)", detail.TruncatedAlerts))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -136,25 +137,10 @@ func lostAlertsText(detail map[string]any) string {
 }
 
 // bandsLeft says which forecast bands a detector incident's metrics left
-// and by how much, from the detector's trigger detail ({"metrics": [{
-// "metric", "value", "lower", "upper", "outside", "outside_se"}]}); "" when
-// the detail lists none.
-func bandsLeft(raw json.RawMessage) string {
-	var d struct {
-		Metrics []struct {
-			Metric    string  `json:"metric"`
-			Value     float64 `json:"value"`
-			Lower     float64 `json:"lower"`
-			Upper     float64 `json:"upper"`
-			Outside   float64 `json:"outside"`
-			OutsideSE float64 `json:"outside_se"`
-		} `json:"metrics"`
-	}
-	if len(raw) == 0 || json.Unmarshal(raw, &d) != nil {
-		return ""
-	}
+// and by how much; "" when it lists none of the catalog's metrics.
+func bandsLeft(bands []incident.BandExit) string {
 	var parts []string
-	for _, m := range d.Metrics {
+	for _, m := range bands {
 		if _, ok := metrics.Lookup(m.Metric); !ok {
 			continue
 		}
@@ -230,12 +216,7 @@ func archivedPanels(inc store.Incident) []views.IncidentPanel {
 			byID[s.Metric] = s.Samples
 		}
 	}
-	trigger := inc.OpenedAt
-	if inc.Alert != nil && !inc.Alert.StartsAt.IsZero() {
-		trigger = inc.Alert.StartsAt
-	} else if !inc.Snapshot.At.IsZero() {
-		trigger = inc.Snapshot.At
-	}
+	trigger := triggerTime(inc)
 	step := 30 * time.Second
 	for _, s := range inc.Windows {
 		if len(s.Samples) > 1 {
@@ -287,12 +268,15 @@ func timeline(p store.Page, causeTitle func(string) string) []views.TimelineEntr
 	return out
 }
 
-// Label records a review from the incident page's form.
+// Label records a review from the incident page's or the queue's
+// buttons. A form post is redirected back (to the queue it came from, or
+// the incident); the console's script asks for JSON and stays on the page.
 func (h *Incidents) Label(c echo.Context) error {
 	id, err := incidentID(c)
 	if err != nil {
 		return err
 	}
+	ctx := c.Request().Context()
 	l := store.NewLabel{
 		IncidentID: id,
 		Verdict:    store.Verdict(c.FormValue("verdict")),
@@ -302,26 +286,39 @@ func (h *Incidents) Label(c echo.Context) error {
 		Note:       strings.TrimSpace(c.FormValue("note")),
 		At:         h.d.Now(),
 	}
-	if l.Verdict == store.VerdictCorrect {
-		l.TrueCause, l.NewCause = "", "" // the diagnosed cause; the form sends its picker anyway
+	switch {
+	case l.Verdict == store.VerdictCorrect:
+		l.TrueCause, l.NewCause = "", "" // the diagnosed cause
+	case l.TrueCause != "":
+		l.NewCause = "" // the picker's cause button was pressed, not "Save new cause"
 	}
-	if _, err := h.d.Service.Review(c.Request().Context(), l); err != nil {
+	label, err := h.d.Service.Review(ctx, l)
+	if err != nil {
 		return archiveError(err, "verdict")
 	}
-	return redirect(c, views.IncidentPath(id))
+	if wantsJSON(c) {
+		title := h.d.Service.CauseTitles(ctx)
+		return c.JSON(http.StatusOK, reviewResult{Incident: id, Verdict: string(label.Verdict), TrueCause: label.TrueCause,
+			By: label.By, State: views.VerdictState(string(label.Verdict), title(label.TrueCause))})
+	}
+	return redirect(c, reviewNext(c, id))
 }
 
-// Note adds a note from the incident page's form.
+// Note adds a note from the incident page's or the queue's form.
 func (h *Incidents) Note(c echo.Context) error {
 	id, err := incidentID(c)
 	if err != nil {
 		return err
 	}
 	n := store.NewNote{IncidentID: id, Author: author(c, c.FormValue("by")), Body: c.FormValue("body"), At: h.d.Now()}
-	if _, err := h.d.Service.AddNote(c.Request().Context(), n); err != nil {
+	saved, err := h.d.Service.AddNote(c.Request().Context(), n)
+	if err != nil {
 		return archiveError(err, "body")
 	}
-	return redirect(c, views.IncidentPath(id))
+	if wantsJSON(c) {
+		return c.JSON(http.StatusOK, reviewResult{Incident: id, By: saved.Author})
+	}
+	return redirect(c, reviewNext(c, id))
 }
 
 // Rediagnose diagnoses the archived snapshot again with the current engine;
@@ -334,7 +331,7 @@ func (h *Incidents) Rediagnose(c echo.Context) error {
 	if err := h.d.rediagnose(c.Request().Context(), id); err != nil {
 		return err
 	}
-	return redirect(c, views.IncidentPath(id))
+	return redirect(c, route.URL(route.IncidentShow, id))
 }
 
 // rediagnose diagnoses an archived incident's snapshot again, with the
@@ -375,11 +372,7 @@ func (h *Incidents) Share(c echo.Context) error {
 }
 
 func (h *Incidents) shareURL(c echo.Context, token string) string {
-	base := strings.TrimSuffix(h.d.BaseURL, "/")
-	if base == "" {
-		base = c.Scheme() + "://" + c.Request().Host
-	}
-	return base + "/share/" + url.PathEscape(token)
+	return h.baseURL(c) + sharePath(token)
 }
 
 // Revoke revokes a share link of the incident.
@@ -395,7 +388,7 @@ func (h *Incidents) Revoke(c echo.Context) error {
 	if err := h.d.Archive.RevokeShare(c.Request().Context(), id, sid, h.d.Now()); err != nil {
 		return archiveError(err, "share")
 	}
-	return redirect(c, views.IncidentPath(id))
+	return redirect(c, route.URL(route.IncidentShow, id))
 }
 
 // addChanges puts the incident's change requests on its page and, unless
@@ -409,7 +402,7 @@ func (h *Incidents) addChanges(ctx context.Context, v *views.IncidentView, inc s
 	v.Timeline = append(v.Timeline, changeTimeline(cs)...)
 	sort.SliceStable(v.Timeline, func(i, j int) bool { return v.Timeline[i].At.Before(v.Timeline[j].At) })
 	if !readOnly {
-		v.Current.ChangeURL = views.IncidentPath(inc.ID) + "/changes"
+		v.Current.ChangeURL = route.URL(route.ChangeCreate, inc.ID)
 		v.Current.Current = h.d.Changes.Current(ctx, inc.Scope)
 	}
 }

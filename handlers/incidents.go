@@ -29,6 +29,8 @@ type Archive interface {
 	Accuracy(ctx context.Context, f store.AccuracyFilter) (store.Accuracy, error)
 	CauseStats(ctx context.Context, id string, cases int) (store.CauseStats, error)
 	AllCauseStats(ctx context.Context) ([]store.CauseStats, error)
+	Diagnoses(ctx context.Context, incidentID int64) ([]store.Diagnosis, error)
+	ReviewQueue(ctx context.Context, f store.QueueFilter) (store.Queue, error)
 }
 
 // IncidentDeps are the dependencies of the incident archive's handlers.
@@ -67,15 +69,21 @@ type IncidentDeps struct {
 
 // Incidents serves the incident pages: the list, an incident, its review
 // forms, share links and postmortem. Opening and reviewing go through the
-// incident service. Register also adds the archive's other resources,
-// each its own handler over the same dependencies: the JSON API, the
-// accuracy page and knowledge base, kernel traces and the webhook.
+// incident service. The archive's other resources are its fields, each
+// its own handler over the same dependencies; web/routes.go binds every
+// one to its route.
 type Incidents struct {
-	d      *IncidentDeps
-	api    *IncidentAPI
-	kb     *Knowledge
-	traces *Traces
-	alerts *Alerts
+	d *IncidentDeps
+	// API serves the archive's JSON API.
+	API *IncidentAPI
+	// Knowledge serves the accuracy page and the knowledge base.
+	Knowledge *Knowledge
+	// Traces serves kernel-trace uploads and their comparison.
+	Traces *Traces
+	// Alerts serves the Alertmanager webhook.
+	Alerts *Alerts
+	// Changes serves change requests; nil when IncidentDeps.Changes is.
+	Changes *Changes
 }
 
 // IncidentAPI serves the archive's JSON API.
@@ -107,62 +115,12 @@ func NewIncidents(d IncidentDeps) *Incidents {
 	cleanTraceSpool(d.TraceSpoolDir, d.Logger)
 	dp := &d
 	return &Incidents{
-		d:      dp,
-		api:    &IncidentAPI{dp},
-		kb:     &Knowledge{dp},
-		traces: &Traces{d: dp, uploads: make(chan struct{}, d.TraceUploads)},
-		alerts: &Alerts{Service: d.Service},
-	}
-}
-
-// Route names of the archive.
-const (
-	RouteIncidentList       = "incident.list"
-	RouteIncidentShow       = "incident.show"
-	RouteIncidentLabel      = "incident.label.create"
-	RouteIncidentNote       = "incident.note.create"
-	RouteIncidentDiagnose   = "incident.diagnosis.create"
-	RouteIncidentShare      = "incident.share.create"
-	RouteIncidentRevoke     = "incident.share.revoke"
-	RouteIncidentPostmortem = "incident.postmortem"
-	RouteIncidentPrint      = "incident.print"
-	RouteShareShow          = "share.show"
-	RouteAccuracy           = "accuracy.show"
-	RouteKBList             = "kb.list"
-	RouteKBShow             = "kb.show"
-	RouteAPIAlertmanager    = "api.alert.alertmanager"
-	RouteAPIIncidentList    = "api.incident.list"
-	RouteAPIIncidentShow    = "api.incident.show"
-	RouteAPIIncidentLabel   = "api.incident.label.create"
-	RouteAPIIncidentNote    = "api.incident.note.create"
-	RouteAPIIncidentExport  = "api.incident.export"
-)
-
-// Register adds the archive's routes to g (the root group).
-func (h *Incidents) Register(g *echo.Group) {
-	g.GET("/incidents", h.List).Name = RouteIncidentList
-	g.GET("/incidents/:id", h.Show).Name = RouteIncidentShow
-	g.POST("/incidents/:id/labels", h.Label).Name = RouteIncidentLabel
-	g.POST("/incidents/:id/notes", h.Note).Name = RouteIncidentNote
-	g.POST("/incidents/:id/diagnoses", h.Rediagnose).Name = RouteIncidentDiagnose
-	g.POST("/incidents/:id/shares", h.Share).Name = RouteIncidentShare
-	g.POST("/incidents/:id/shares/:share/revoke", h.Revoke).Name = RouteIncidentRevoke
-	g.GET("/incidents/:id/postmortem.md", h.Postmortem).Name = RouteIncidentPostmortem
-	g.GET("/incidents/:id/print", h.Print).Name = RouteIncidentPrint
-	g.GET("/share/:token", h.Shared).Name = RouteShareShow
-	g.GET("/accuracy", h.kb.Accuracy).Name = RouteAccuracy
-	g.GET("/kb", h.kb.KB).Name = RouteKBList
-	g.GET("/kb/:cause", h.kb.KBCause).Name = RouteKBShow
-
-	g.POST(AlertmanagerPath, h.alerts.Alertmanager).Name = RouteAPIAlertmanager
-	g.GET("/api/v1/incidents", h.api.APIList).Name = RouteAPIIncidentList
-	g.GET("/api/v1/incidents/:id", h.api.APIShow).Name = RouteAPIIncidentShow
-	g.POST("/api/v1/incidents/:id/labels", h.api.APILabel).Name = RouteAPIIncidentLabel
-	g.POST("/api/v1/incidents/:id/notes", h.api.APINote).Name = RouteAPIIncidentNote
-	g.GET("/api/v1/incidents/:id/export", h.api.APIExport).Name = RouteAPIIncidentExport
-	h.traces.register(g)
-	if h.d.Changes != nil {
-		h.d.Changes.Register(g)
+		d:         dp,
+		API:       &IncidentAPI{dp},
+		Knowledge: &Knowledge{dp},
+		Traces:    &Traces{d: dp, uploads: make(chan struct{}, d.TraceUploads)},
+		Alerts:    &Alerts{Service: d.Service},
+		Changes:   d.Changes,
 	}
 }
 

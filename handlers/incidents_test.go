@@ -15,6 +15,7 @@ import (
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/handlers"
 	"github.com/casebook/casebook/incident"
+	"github.com/casebook/casebook/incident/incidenttest"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
@@ -51,20 +52,6 @@ func newArchiveFixture(t testing.TB) *archiveFixture {
 	return &archiveFixture{fixture: f, st: st}
 }
 
-func alertBody(status, fingerprint, model, pod, summary string, extra string) string {
-	ends := "0001-01-01T00:00:00Z"
-	if status == "resolved" {
-		ends = "2026-11-30T04:58:00Z"
-	}
-	return fmt.Sprintf(`{"version":"4","groupKey":"{}:{alertname=\"VLLMHighTTFT\"}","truncatedAlerts":0,"status":%q,"receiver":"casebook",
-		"groupLabels":{"alertname":"VLLMHighTTFT"},"commonLabels":{"alertname":"VLLMHighTTFT","severity":"critical"},"commonAnnotations":{},
-		"routeLabels":{},"externalURL":"http://am:9093","notification_reason":"first notification"%s,
-		"alerts":[{"status":%q,"labels":{"alertname":"VLLMHighTTFT","severity":"critical","model_name":%q,"pod":%q},
-		"annotations":{"summary":%q},"startsAt":"2026-11-30T04:52:00.123456789Z","endsAt":%q,
-		"generatorURL":"http://prom:9090/graph","fingerprint":%q,"futureKey":{"nested":true}}]}`,
-		status, extra, status, model, pod, summary, ends, fingerprint)
-}
-
 func (f *archiveFixture) postAlert(t testing.TB, body string, token string) response {
 	t.Helper()
 	hdr := map[string]string{"Content-Type": "application/json"}
@@ -89,7 +76,7 @@ func decodeReply(t testing.TB, r response) alertReply {
 
 func TestAlertmanagerWebhook(t *testing.T) {
 	f := newArchiveFixture(t)
-	firing := alertBody("firing", "a1b2c3d4e5f60718", "llama-70b", "llama-70b-1", "TTFT p99 above 2 s", "")
+	firing := incidenttest.AlertBody("firing", "a1b2c3d4e5f60718", "llama-70b", "llama-70b-1", "TTFT p99 above 2 s", "")
 
 	rejects := []struct {
 		name, body, token string
@@ -149,7 +136,7 @@ func TestAlertmanagerWebhook(t *testing.T) {
 		t.Errorf("diagnosis %q", inc.RootCause)
 	}
 
-	rep = decodeReply(t, f.postAlert(t, alertBody("resolved", "a1b2c3d4e5f60718", "llama-70b", "llama-70b-1", "TTFT p99 above 2 s", ""), alertToken))
+	rep = decodeReply(t, f.postAlert(t, incidenttest.AlertBody("resolved", "a1b2c3d4e5f60718", "llama-70b", "llama-70b-1", "TTFT p99 above 2 s", ""), alertToken))
 	if rep.Alerts[0].Status != "resolved" || rep.Alerts[0].IncidentID != id {
 		t.Errorf("resolve reply = %+v", rep)
 	}
@@ -175,11 +162,11 @@ func TestAlertmanagerWebhook(t *testing.T) {
 		t.Errorf("7 alerts gave %d results and %d incidents", len(rep.Alerts), len(ids))
 	}
 
-	rep = decodeReply(t, f.postAlert(t, alertBody("firing", "ffff000011112222", "", "", "GPU hot", ""), alertToken))
+	rep = decodeReply(t, f.postAlert(t, incidenttest.AlertBody("firing", "ffff000011112222", "", "", "GPU hot", ""), alertToken))
 	if rep.Alerts[0].Status != "skipped" || !strings.Contains(rep.Alerts[0].Reason, "model_name") {
 		t.Errorf("alert without a model: %+v", rep)
 	}
-	rep = decodeReply(t, f.postAlert(t, alertBody("resolved", "9999999999999999", "llama-70b", "", "never seen", ""), alertToken))
+	rep = decodeReply(t, f.postAlert(t, incidenttest.AlertBody("resolved", "9999999999999999", "llama-70b", "", "never seen", ""), alertToken))
 	if rep.Alerts[0].Status != "skipped" {
 		t.Errorf("resolve of unknown alert: %+v", rep)
 	}
@@ -194,7 +181,7 @@ func TestWebhookDisabledWithoutToken(t *testing.T) {
 	f := newFixture(t, sharedTel(), func(o *web.Options) {
 		o.Incidents, _ = archiveHandlers(handlers.IncidentDeps{}, st, sharedTel(), o.Diagnoser)
 	})
-	r := f.do(t, http.MethodPost, "/api/v1/alerts/alertmanager", strings.NewReader(alertBody("firing", "1", "m", "", "s", "")),
+	r := f.do(t, http.MethodPost, "/api/v1/alerts/alertmanager", strings.NewReader(incidenttest.AlertBody("firing", "1", "m", "", "s", "")),
 		map[string]string{"Authorization": "Bearer "})
 	if r.status != 403 || !strings.Contains(r.body, "disabled") {
 		t.Errorf("status %d body %s; want 403 disabled", r.status, r.body)
@@ -204,7 +191,7 @@ func TestWebhookDisabledWithoutToken(t *testing.T) {
 // openViaAlert opens one incident and returns its id.
 func (f *archiveFixture) openViaAlert(t testing.TB, fp, summary string) int64 {
 	t.Helper()
-	rep := decodeReply(t, f.postAlert(t, alertBody("firing", fp, "llama-70b", "llama-70b-1", summary, ""), alertToken))
+	rep := decodeReply(t, f.postAlert(t, incidenttest.AlertBody("firing", fp, "llama-70b", "llama-70b-1", summary, ""), alertToken))
 	if len(rep.Alerts) != 1 || rep.Alerts[0].IncidentID == 0 {
 		t.Fatalf("open: %+v", rep)
 	}
@@ -230,7 +217,7 @@ func TestIncidentPageWorkflow(t *testing.T) {
 		t.Fatalf("GET %s: %d %.500s", path, r.status, r.body)
 	}
 	for _, w := range []string{`data-testid="incident"`, `data-testid="panel-latency"`, `data-testid="panel-quality"`,
-		`data-testid="chart-marker"`, `data-testid="diagnosis"`, `data-root-cause="kv_cache_eviction"`, `data-testid="label-form"`,
+		`data-testid="chart-marker"`, `data-testid="diagnosis"`, `data-root-cause="kv_cache_eviction"`, `data-testid="review-correct"`, `data-testid="review-wrong-form"`,
 		`data-testid="similar-row"`, `inc-118`, `data-testid="incident-title">&lt;script&gt;alert(`, `data-testid="nav"`, `Alertmanager alert VLLMHighTTFT`} {
 		if !strings.Contains(r.body, w) {
 			t.Errorf("incident page lacks %q", w)
@@ -299,7 +286,7 @@ func TestIncidentPageWorkflow(t *testing.T) {
 		t.Error("postmortem carries raw HTML")
 	}
 	r = f.do(t, http.MethodGet, path+"/print", nil, nil)
-	if r.status != 200 || !strings.Contains(r.body, "<svg") || strings.Contains(r.body, `data-testid="label-form"`) || strings.Contains(r.body, `data-testid="nav"`) {
+	if r.status != 200 || !strings.Contains(r.body, "<svg") || strings.Contains(r.body, `data-testid="review-correct"`) || strings.Contains(r.body, `data-testid="nav"`) {
 		t.Errorf("print page: status %d, svg %v, forms or nav present", r.status, strings.Contains(r.body, "<svg"))
 	}
 }
@@ -556,7 +543,7 @@ func TestArchivedWindowsCompleted(t *testing.T) {
 		o.Auth.WebhookToken = alertToken
 	})
 	af := &archiveFixture{fixture: f, st: st}
-	body := strings.Replace(alertBody("firing", "00000000000000ab", "llama-70b", "llama-70b-1", "late window", ""),
+	body := strings.Replace(incidenttest.AlertBody("firing", "00000000000000ab", "llama-70b", "llama-70b-1", "late window", ""),
 		"2026-11-30T04:52:00.123456789Z", tel.End.Add(-25*time.Minute).Format(time.RFC3339Nano), 1)
 	rep := decodeReply(t, af.postAlert(t, body, alertToken))
 	id := rep.Alerts[0].IncidentID

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/views"
 )
@@ -142,10 +143,7 @@ func overviewHref(f views.OverviewFilter, page int) string {
 	if page > 1 {
 		q.Set("page", strconv.Itoa(page))
 	}
-	if len(q) == 0 {
-		return "/"
-	}
-	return "/?" + q.Encode()
+	return route.URLQuery(route.Overview, q)
 }
 
 // classified is one scope's snapshot, deviations and classification.
@@ -320,7 +318,7 @@ func (d *Deps) scopeRows(ctx context.Context, scopes []metrics.Scope, now time.T
 			defer func() {
 				if p := recover(); p != nil {
 					d.Logger.ErrorContext(ctx, "overview: snapshot panicked", "scope", s.String(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-					rows[i] = views.ScopeRow{Scope: s, Href: views.ScopePath(s, ""), Err: "could not read metrics (internal error)"}
+					rows[i] = views.ScopeRow{Scope: s, Href: views.ScopePath(s, nil), Err: "could not read metrics (internal error)"}
 				}
 			}()
 			rows[i], worst[i] = d.row(ctx, s, now)
@@ -355,7 +353,7 @@ func (d *Deps) row(ctx context.Context, s metrics.Scope, now time.Time) (views.S
 	snap, err := d.Telemetry.Snapshot(ctx, s, now)
 	if err != nil {
 		d.Logger.WarnContext(ctx, "overview: snapshot failed", "scope", s.String(), "err", err)
-		r := views.ScopeRow{Scope: s, Href: views.ScopePath(s, ""), Err: "could not read metrics: " + err.Error()}
+		r := views.ScopeRow{Scope: s, Href: views.ScopePath(s, nil), Err: "could not read metrics: " + err.Error()}
 		for _, dim := range metrics.Dimensions {
 			r.Dims = append(r.Dims, views.DimCell{Title: views.DimensionTitle(dim)})
 		}
@@ -374,7 +372,7 @@ func (d *Deps) row(ctx context.Context, s metrics.Scope, now time.Time) (views.S
 // worst deviations; key numbers are left for the rows that are shown.
 func (d *Deps) classify(snap metrics.Snapshot) classified {
 	s := snap.Scope
-	c := classified{snap: snap, dev: d.Deviations(snap), row: views.ScopeRow{Scope: s, Href: views.ScopePath(s, "")}}
+	c := classified{snap: snap, dev: d.deviations(snap), row: views.ScopeRow{Scope: s, Href: views.ScopePath(s, nil)}}
 	r := &c.row
 	type anomaly struct {
 		id string
@@ -396,7 +394,15 @@ func (d *Deps) classify(snap metrics.Snapshot) classified {
 			}
 		}
 		r.Dims = append(r.Dims, cell)
-		r.Status = views.Worse(r.Status, scopeImpact(dim, cell.Status))
+	}
+	felt := views.StatusNoData // what users feel: latency and quality
+	for i, dim := range metrics.Dimensions {
+		if !loadDriven(dim) {
+			felt = views.Worse(felt, r.Dims[i].Status)
+		}
+	}
+	for i, dim := range metrics.Dimensions {
+		r.Status = views.Worse(r.Status, scopeImpact(dim, r.Dims[i].Status, felt))
 	}
 	sort.Slice(anomalies, func(i, j int) bool { return math.Abs(anomalies[i].z) > math.Abs(anomalies[j].z) })
 	var parts []string
@@ -414,15 +420,39 @@ func (d *Deps) classify(snap metrics.Snapshot) classified {
 	return c
 }
 
-// scopeImpact is how much a dimension's status counts toward the scope's
-// badge. Users feel latency and quality; throughput and utilization move
-// with load (a morning ramp is several sigma off the hour before), so on
-// their own they make a scope worth a look, never critical.
-func scopeImpact(dim metrics.Dimension, st views.Status) views.Status {
-	if (dim == metrics.Throughput || dim == metrics.Utilization) && st == views.StatusCritical {
-		return views.StatusWarning
+// deviations are the status deviations of snap: Deviations, with the
+// p99 latencies of a window too thin to have a tail left unjudged.
+func (d *Deps) deviations(snap metrics.Snapshot) map[string]diagnose.Deviation {
+	dev := d.Deviations(snap)
+	for id, x := range dev {
+		if x.Anomalous && !metrics.TailJudgeable(id, snap.Current) {
+			x.Anomalous = false
+			dev[id] = x
+		}
 	}
-	return st
+	return dev
+}
+
+// scopeImpact is how much a dimension's status counts toward the scope's
+// badge, given felt, the worst status of the dimensions users feel
+// (latency and quality). Throughput and utilization move with load (a
+// morning ramp or a burst of traffic is several sigma off the hour
+// before): on their own they make a scope worth a look (info), and beside
+// a latency or quality deviation at most a warning, never critical.
+func scopeImpact(dim metrics.Dimension, st, felt views.Status) views.Status {
+	if !loadDriven(dim) {
+		return st
+	}
+	limit := views.StatusInfo
+	if felt >= views.StatusWarning {
+		limit = views.StatusWarning
+	}
+	return min(st, limit)
+}
+
+// loadDriven reports the dimensions that follow the offered load.
+func loadDriven(dim metrics.Dimension) bool {
+	return dim == metrics.Throughput || dim == metrics.Utilization
 }
 
 func metricCell(snap metrics.Snapshot, dev map[string]diagnose.Deviation, id string) views.MetricCell {

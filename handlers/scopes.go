@@ -144,7 +144,7 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 	vm.Layout.Refresh = w.Preset != ""
 	vm.Coverage = h.d.coverageView(ctx, scope)
 	for _, p := range views.RangePresets {
-		vm.Range.Presets = append(vm.Range.Presets, views.ScopeLink{Label: p.Name, Href: views.ScopePath(scope, "range="+p.Name)})
+		vm.Range.Presets = append(vm.Range.Presets, views.ScopeLink{Label: p.Name, Href: views.ScopePath(scope, url.Values{"range": {p.Name}})})
 	}
 	if scope.Instance == "" {
 		var insts []metrics.Scope
@@ -188,7 +188,7 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 	if snap, err := h.d.Telemetry.Snapshot(ctx, scope, w.To); err != nil {
 		h.d.Logger.WarnContext(ctx, "scopes: snapshot for status failed", "scope", scope.String(), "err", err)
 	} else {
-		dev := h.d.Deviations(snap)
+		dev := h.d.deviations(snap)
 		for id, v := range snap.Current {
 			d, ok := dev[id]
 			status[id] = views.StatusOf(id, d, ok)

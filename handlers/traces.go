@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/traces"
 	"github.com/casebook/casebook/views"
@@ -60,27 +60,6 @@ const (
 // grow to when decompressed (kineto JSON compresses about tenfold).
 const traceExpansion = 4
 
-// Route names of the trace attachments.
-const (
-	RouteIncidentTraceCreate    = "incident.trace.create"
-	RouteIncidentTraceDelete    = "incident.trace.delete"
-	RouteAPIIncidentTraceCreate = "api.incident.trace.create"
-	RouteAPIIncidentTraceList   = "api.incident.trace.list"
-)
-
-func (h *Traces) register(g *echo.Group) {
-	g.POST(traceUploadPath, h.UploadTrace).Name = RouteIncidentTraceCreate
-	g.POST("/incidents/:id/traces/:trace/delete", h.DeleteTrace).Name = RouteIncidentTraceDelete
-	g.POST(traceAPIUploadPath, h.APIUploadTrace).Name = RouteAPIIncidentTraceCreate
-	g.GET(traceAPIUploadPath, h.APITraces).Name = RouteAPIIncidentTraceList
-}
-
-// Trace upload route paths.
-const (
-	traceUploadPath    = "/incidents/:id/traces"
-	traceAPIUploadPath = "/api/v1/incidents/:id/traces"
-)
-
 // EnforcesOwnBodyLimit reports whether the matched route bounds its request
 // body itself: the trace uploads, which stream to disk under
 // IncidentDeps.TraceMaxBytes. A console-wide body limit (a few MB) should
@@ -91,7 +70,7 @@ func EnforcesOwnBodyLimit(c echo.Context) bool {
 		return false
 	}
 	p := c.Path()
-	return p == traceUploadPath || p == traceAPIUploadPath
+	return p == route.IncidentTraceCreate.Pattern() || p == route.APIIncidentTraceCreate.Pattern()
 }
 
 func (d *IncidentDeps) traceArchive() (TraceArchive, error) {
@@ -123,7 +102,7 @@ func (h *Traces) UploadTrace(c echo.Context) error {
 	if tr.Role == store.TraceIncident {
 		h.rediagnoseWithTrace(c.Request().Context(), id)
 	}
-	return redirect(c, views.IncidentPath(id)+"#traces")
+	return redirect(c, route.URL(route.IncidentShow, id)+"#traces")
 }
 
 // TraceReply is the JSON answer to a trace upload.
@@ -205,7 +184,7 @@ func (h *Traces) DeleteTrace(c echo.Context) error {
 		}
 		return err
 	}
-	return redirect(c, views.IncidentPath(id)+"#traces")
+	return redirect(c, route.URL(route.IncidentShow, id)+"#traces")
 }
 
 // spooled is an upload written to a temporary file.
@@ -264,9 +243,9 @@ func (h *Traces) receiveTrace(c echo.Context, id int64) (store.Trace, traces.Sum
 		return store.Trace{}, traces.Summary{}, fmt.Errorf("traces: parse upload %q for incident %d: %w", up.name, id, err)
 	}
 	sum := traces.Summarize(tr)
-	body, err := json.Marshal(sum)
+	body, err := sum.Encode()
 	if err != nil {
-		return store.Trace{}, traces.Summary{}, fmt.Errorf("traces: encode summary of %q: %w", up.name, err)
+		return store.Trace{}, traces.Summary{}, fmt.Errorf("%q: %w", up.name, err)
 	}
 	kind := string(sum.Format)
 	if up.gzip {
@@ -511,8 +490,7 @@ func latestSummary(ts []store.Trace, role store.TraceRole) *traces.Summary {
 		if ts[i].Role != role {
 			continue
 		}
-		var s traces.Summary
-		if json.Unmarshal(ts[i].Summary, &s) == nil {
+		if s, err := traces.DecodeSummary(ts[i].Summary); err == nil {
 			return &s
 		}
 	}
@@ -528,8 +506,7 @@ func (d *IncidentDeps) tracesView(ctx context.Context, id int64, readOnly bool) 
 	if err != nil {
 		return views.TracesView{}
 	}
-	base := views.IncidentPath(id) + "/traces"
-	v := views.TracesView{Enabled: true, ReadOnly: readOnly, Action: base, MaxUpload: views.FormatBytes(d.traceMaxBytes())}
+	v := views.TracesView{Enabled: true, ReadOnly: readOnly, Action: route.URL(route.IncidentTraceCreate, id), MaxUpload: views.FormatBytes(d.traceMaxBytes())}
 	ts, err := ta.Traces(ctx, id)
 	if err != nil {
 		d.Logger.WarnContext(ctx, "traces: list", "incident", id, "err", err)
@@ -543,8 +520,8 @@ func (d *IncidentDeps) tracesView(ctx context.Context, id int64, readOnly bool) 
 		if (t.Role == store.TraceIncident && cur != nil) || (t.Role == store.TraceBaseline && bl != nil) {
 			continue
 		}
-		var s traces.Summary
-		if err := json.Unmarshal(t.Summary, &s); err != nil {
+		s, err := traces.DecodeSummary(t.Summary)
+		if err != nil {
 			d.Logger.WarnContext(ctx, "traces: decode summary", "incident", id, "trace", t.ID, "err", err)
 			v.Problems = append(v.Problems, fmt.Sprintf("The summary of %s could not be read.", t.Name))
 			continue
@@ -558,7 +535,7 @@ func (d *IncidentDeps) tracesView(ctx context.Context, id int64, readOnly bool) 
 	for i, t := range ts {
 		v.Uploads = append(v.Uploads, views.TraceRow{
 			ID: t.ID, Role: string(t.Role), Name: t.Name, Kind: t.Kind, Size: t.Size, UploadedAt: t.UploadedAt,
-			Shown: i == curIdx || i == blIdx, DeleteAction: base + "/" + strconv.FormatInt(t.ID, 10) + "/delete",
+			Shown: i == curIdx || i == blIdx, DeleteAction: route.URL(route.IncidentTraceDelete, id, t.ID),
 		})
 	}
 	if blIdx >= 0 {

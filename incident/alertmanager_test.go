@@ -1,31 +1,15 @@
 package incident_test
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/casebook/casebook/incident"
+	"github.com/casebook/casebook/incident/incidenttest"
 )
 
-// alertBody is a webhook message of one alert as Alertmanager 0.28 sends
-// it, with an extra top-level key when extra is set.
-func alertBody(status, fingerprint, model, pod, summary string, extra string) string {
-	ends := "0001-01-01T00:00:00Z"
-	if status == "resolved" {
-		ends = "2026-11-30T04:58:00Z"
-	}
-	return fmt.Sprintf(`{"version":"4","groupKey":"{}:{alertname=\"VLLMHighTTFT\"}","truncatedAlerts":0,"status":%q,"receiver":"casebook",
-		"groupLabels":{"alertname":"VLLMHighTTFT"},"commonLabels":{"alertname":"VLLMHighTTFT","severity":"critical"},"commonAnnotations":{},
-		"routeLabels":{},"externalURL":"http://am:9093","notification_reason":"first notification"%s,
-		"alerts":[{"status":%q,"labels":{"alertname":"VLLMHighTTFT","severity":"critical","model_name":%q,"pod":%q},
-		"annotations":{"summary":%q},"startsAt":"2026-11-30T04:52:00.123456789Z","endsAt":%q,
-		"generatorURL":"http://prom:9090/graph","fingerprint":%q,"futureKey":{"nested":true}}]}`,
-		status, extra, status, model, pod, summary, ends, fingerprint)
-}
-
 func TestDecodeAlertmanager(t *testing.T) {
-	good := alertBody("firing", "a1b2c3d4e5f60718", "llama-70b", "llama-70b-1", "TTFT high", `,"someNewKey":[1,2,3]`)
+	good := incidenttest.AlertBody("firing", "a1b2c3d4e5f60718", "llama-70b", "llama-70b-1", "TTFT high", `,"someNewKey":[1,2,3]`)
 	tests := []struct {
 		name    string
 		body    string
@@ -63,8 +47,8 @@ func TestDecodeAlertmanager(t *testing.T) {
 }
 
 func FuzzDecodeAlertmanager(f *testing.F) {
-	f.Add([]byte(alertBody("firing", "a1b2c3d4e5f60718", "llama-70b", "llama-70b-1", "TTFT high", "")))
-	f.Add([]byte(alertBody("resolved", "x", "", "", "", `,"k":{}`)))
+	f.Add([]byte(incidenttest.AlertBody("firing", "a1b2c3d4e5f60718", "llama-70b", "llama-70b-1", "TTFT high", "")))
+	f.Add([]byte(incidenttest.AlertBody("resolved", "x", "", "", "", `,"k":{}`)))
 	f.Add([]byte(`{"version":"4","alerts":[{}]}`))
 	f.Add([]byte(`{"version":"4","alerts":null}`))
 	f.Fuzz(func(t *testing.T, body []byte) {

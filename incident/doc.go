@@ -8,8 +8,8 @@
 // scope and second), diagnoses it against the knowledge base of reviewed
 // incidents, and stores everything in one transaction. Reviewing one
 // stores the label and teaches the diagnoser the case at once. The
-// package also maps Alertmanager webhook messages to triggers, and encodes
-// diagnoses for storage.
+// package also maps Alertmanager webhook messages to triggers, encodes
+// diagnoses for storage, and decodes the trigger details it stores.
 //
 // It knows no HTTP and no templates: callers pass a context and values,
 // and get values and errors back.

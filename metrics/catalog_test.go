@@ -40,6 +40,20 @@ func TestCatalogMatchesContract(t *testing.T) {
 	}
 }
 
+// Every metric has its display names, and no two share a label.
+func TestCatalogNames(t *testing.T) {
+	seen := map[string]string{}
+	for _, m := range metrics.Catalog {
+		if m.Label == "" || m.Name == "" {
+			t.Errorf("%s: label %q and name %q are required", m.ID, m.Label, m.Name)
+		}
+		if other, dup := seen[m.Label]; dup {
+			t.Errorf("%s and %s are both labelled %q", other, m.ID, m.Label)
+		}
+		seen[m.Label] = m.ID
+	}
+}
+
 func TestQueriesParse(t *testing.T) {
 	sels := []struct {
 		name string

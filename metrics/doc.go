@@ -2,6 +2,8 @@
 // the snapshot contract that outside tools produce and consume, time series
 // types, and the root-cause taxonomy.
 //
-// Every other package reads metric ids, units, bad directions and PromQL from
-// Catalog; nothing else hard-codes a metric name. The package does no I/O.
+// Every other package reads metric ids, units, bad directions, display
+// labels, sentence names and PromQL from Catalog, and cause titles from
+// Causes (CauseTitle); nothing else hard-codes a metric name or a cause
+// title. The package does no I/O.
 package metrics

@@ -64,3 +64,25 @@ func Material(id string, mean, value float64) bool {
 	d := math.Abs(value - mean)
 	return d >= f.Abs && d >= f.Rel*math.Abs(mean)
 }
+
+// MinTailRequests is how many requests must finish in a p99 latency's
+// window (the last minute) before the p99 says more than the slowest
+// request does: with fewer than a hundred, the 99th percentile of a
+// histogram is its maximum, and one long request moves it by any number
+// of standard deviations.
+const MinTailRequests = 100
+
+// tailQuantiles are the per-request tail latencies.
+var tailQuantiles = map[string]bool{E2EP99: true, TTFTP99: true, TPOTP99: true}
+
+// TailJudgeable reports whether metric id's current value in v may be
+// judged against its baseline: always, but for the p99 latencies while
+// fewer than MinTailRequests requests finished in the last minute
+// (throughput_rps × 60). Without a throughput it says yes.
+func TailJudgeable(id string, v Values) bool {
+	if !tailQuantiles[id] {
+		return true
+	}
+	rps, ok := v.Get(ThroughputRPS)
+	return !ok || rps*60 >= MinTailRequests
+}

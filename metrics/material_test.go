@@ -37,3 +37,24 @@ func TestMaterial(t *testing.T) {
 		}
 	}
 }
+
+func TestTailJudgeable(t *testing.T) {
+	tests := []struct {
+		name string
+		id   string
+		v    Values
+		want bool
+	}{
+		{"p99 with a hundred requests a minute", TTFTP99, Values{ThroughputRPS: 100.0 / 60}, true},
+		{"p99 of thirty requests is their maximum", TPOTP99, Values{ThroughputRPS: 0.5}, false},
+		{"p99 without a throughput is judged", E2EP99, Values{}, true},
+		{"means are always judged", TTFT, Values{ThroughputRPS: 0.01}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := TailJudgeable(tc.id, tc.v); got != tc.want {
+				t.Errorf("TailJudgeable(%s, %v) = %v, want %v", tc.id, tc.v, got, tc.want)
+			}
+		})
+	}
+}

@@ -5,7 +5,10 @@ import (
 	"embed"
 	"encoding/hex"
 	"io/fs"
+	"net/url"
 	"sync"
+
+	"github.com/casebook/casebook/internal/route"
 )
 
 // FS holds the stylesheet and scripts, rooted so that paths start with
@@ -13,9 +16,6 @@ import (
 //
 //go:embed css js
 var FS embed.FS
-
-// Prefix is the URL path under which the web server serves FS.
-const Prefix = "/static/"
 
 var versions = sync.OnceValue(func() map[string]string {
 	out := map[string]string{}
@@ -44,9 +44,9 @@ func Version(name string) string {
 // "/static/css/casebook.css?v=3f2a9c01b7de". The version changes whenever
 // the file's content does, so responses for it may be cached for a year.
 func URL(name string) string {
-	v := Version(name)
-	if v == "" {
-		return Prefix + name
+	q := url.Values{}
+	if v := Version(name); v != "" {
+		q.Set("v", v)
 	}
-	return Prefix + name + "?v=" + v
+	return route.URLQuery(route.Static, q, name)
 }

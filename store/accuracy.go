@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -58,24 +59,62 @@ func (f AccuracyFilter) bounds() (int64, int64) {
 	return from, to
 }
 
-// reviewed is the common join: the current label of each reviewed
-// incident, which carries the diagnosed cause and engine version it judged.
-// The verdict condition walks the covering (verdict, opened_at, label_id)
-// index, so only the small label rows are read.
-const reviewed = `
-	FROM incidents i
-	JOIN labels l ON l.id = i.label_id
-	WHERE i.verdict IN ('correct', 'wrong') AND i.opened_at >= ? AND i.opened_at < ?`
+// tallyRows is one row per (day, diagnosed cause, true cause, verdict,
+// engine version) with its count of current labels, from two sources: the
+// label_tally table for whole UTC days inside the filter, and the labels
+// themselves for the partial days at its edges. A filter without bounds
+// reads the tally alone.
+const tallyRows = `
+	SELECT date(day * 86400, 'unixepoch', 'weekday 0', '-6 days') AS week,
+		diagnosed_cause, true_cause, correct, engine_version, n
+	FROM label_tally WHERE n > 0 AND day >= ? AND day < ?
+	UNION ALL
+	SELECT date(i.opened_at / 1000000000, 'unixepoch', 'weekday 0', '-6 days'),
+		l.diagnosed_cause, l.true_cause, l.verdict = 'correct', l.engine_version, 1
+	FROM incidents i JOIN labels l ON l.id = i.label_id
+	WHERE i.verdict IN ('correct', 'wrong')
+		AND ((i.opened_at >= ? AND i.opened_at < ?) OR (i.opened_at >= ? AND i.opened_at < ?))`
+
+const dayNanos = int64(24 * time.Hour)
+
+// tallyArgs splits [from, to) into the whole UTC days the tally answers
+// and the partial days at the edges, read from the labels.
+func tallyArgs(from, to int64) []any {
+	firstDay, endDay := int64(math.MinInt64)/dayNanos, int64(math.MaxInt64)/dayNanos+1
+	var left, right [2]int64 // [from, to) in nanoseconds; zero is empty
+	if from != math.MinInt64 {
+		firstDay = ceilDiv(from, dayNanos)
+		left = [2]int64{from, firstDay * dayNanos}
+	}
+	if to != math.MaxInt64 {
+		endDay = floorDiv(to, dayNanos)
+		right = [2]int64{endDay * dayNanos, to}
+	}
+	if firstDay >= endDay { // within one day: labels only
+		return []any{0, 0, from, to, 0, 0}
+	}
+	return []any{firstDay, endDay, left[0], left[1], right[0], right[1]}
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
 
 // Accuracy computes the share of correct diagnoses overall, per diagnosed
 // cause, per engine version and per week, and the confusion matrix, from
-// one grouped pass over the reviewed incidents.
+// the label tally (plus the labels of partial days at the filter's edges).
 func (s *Store) Accuracy(ctx context.Context, f AccuracyFilter) (Accuracy, error) {
 	from, to := f.bounds()
 	rows, err := s.r.QueryContext(ctx, `
-		SELECT l.diagnosed_cause, l.true_cause, l.verdict = 'correct',
-			l.engine_version, date(i.opened_at / 1000000000, 'unixepoch', 'weekday 0', '-6 days'), count(*)`+reviewed+`
-		GROUP BY 1, 2, 3, 4, 5`, from, to)
+		SELECT diagnosed_cause, true_cause, correct, engine_version, week, sum(n)
+		FROM (`+tallyRows+`)
+		GROUP BY 1, 2, 3, 4, 5`, tallyArgs(from, to)...)
 	if err != nil {
 		return Accuracy{}, fmt.Errorf("store: accuracy: %w", err)
 	}
@@ -226,8 +265,7 @@ func (s *Store) AllCauseStats(ctx context.Context) ([]CauseStats, error) {
 
 func (s *Store) causeCounts(ctx context.Context) (map[string]CauseStats, error) {
 	rows, err := s.r.QueryContext(ctx, `
-		SELECT l.diagnosed_cause, l.true_cause, count(*)`+reviewed+`
-		GROUP BY 1, 2`, int64(-1<<63), int64(1<<63-1))
+		SELECT diagnosed_cause, true_cause, sum(n) FROM label_tally WHERE n > 0 GROUP BY 1, 2`)
 	if err != nil {
 		return nil, fmt.Errorf("store: cause counts: %w", err)
 	}

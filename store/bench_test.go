@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,8 +16,18 @@ import (
 	"github.com/casebook/casebook/store"
 )
 
-// benchIncidents is the archive size the performance bars are set for.
-const benchIncidents = 100_000
+// benchIncidents is the archive size the benchmarks seed: 100,000 by
+// default, or CASEBOOK_BENCH_INCIDENTS (a multiple of fullEvery, e.g.
+// 1000000 for the fleet-size bars).
+var benchIncidents = benchSize()
+
+func benchSize() int {
+	n, err := strconv.Atoi(os.Getenv("CASEBOOK_BENCH_INCIDENTS"))
+	if err != nil || n < fullEvery {
+		return 100_000
+	}
+	return n - n%fullEvery
+}
 
 // fullEvery: every fullEvery-th seeded incident carries full-size evidence
 // (a 60-point snapshot history and every catalog series over 75 minutes at
@@ -166,7 +177,7 @@ func BenchmarkIncidentPage(b *testing.B) {
 func BenchmarkList(b *testing.B) {
 	s := benchStore(b)
 	ctx := context.Background()
-	mid := store.Cursor{OpenedAt: t0.Add(benchIncidents / 2 * 5 * time.Minute), ID: benchIncidents / 2}
+	mid := store.Cursor{OpenedAt: t0.Add(time.Duration(benchIncidents/2) * 5 * time.Minute), ID: int64(benchIncidents / 2)}
 	cases := []struct {
 		name string
 		f    store.ListFilter

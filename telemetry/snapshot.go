@@ -105,8 +105,12 @@ func (t *Telemetry) Snapshot(ctx context.Context, scope metrics.Scope, at time.T
 			snap.Current[a.id] = a.cur
 		}
 		for _, s := range a.hist {
-			k := int(s.T.Sub(hStart) / historyStep)
-			if k >= 0 && k < historyPoints && s.T.Equal(points[k].At) {
+			// Prometheus answers at hStart + k*step exactly; VictoriaMetrics
+			// aligns a range's start to a multiple of the step, so its
+			// samples land up to a step away: take the nearest grid point.
+			off := s.T.Sub(hStart)
+			k := int((off + historyStep/2) / historyStep)
+			if off > -historyStep/2 && k < historyPoints {
 				points[k].Values[a.id] = s.V
 			}
 		}

@@ -34,18 +34,17 @@ type Options struct {
 	GPUInstanceLabel  string
 	GPUNamespaceLabel string
 	DCGM              string // "", "embedded" or a host:port of nv-hostengine
-	Logger            *slog.Logger
+	// DemoBackfill is how much history demo mode back-fills before it
+	// scrapes live; zero means a week, so that baselines and weekly
+	// seasonality work at once. Tests that need an hour use less.
+	DemoBackfill time.Duration
+	Logger       *slog.Logger
 
 	// Retentions of the embedded tiers (DataDir/tsdb raw, tsdb-1m and
 	// tsdb-1h aggregates); zero means 24 h, 30 days and 365 days.
 	RawRetention    time.Duration
 	MinuteRetention time.Duration
 	HourRetention   time.Duration
-
-	// DemoBackfill is how much of the demo cluster's history is
-	// back-filled; zero means a week (baselines and weekly seasonality
-	// work at once). Benchmarks of large fleets take an hour or two.
-	DemoBackfill time.Duration
 }
 
 // Target is one /metrics endpoint to scrape. Labels are added to every
@@ -98,6 +97,9 @@ type Telemetry struct {
 // DCGM without its library) does not fail Open: it shows in Status.
 func Open(ctx context.Context, opts Options) (*Telemetry, error) {
 	backfill := demoBackfill
+	if opts.DemoBackfill < 0 {
+		return nil, fmt.Errorf("telemetry: demo back-fill %s is negative", opts.DemoBackfill)
+	}
 	if opts.DemoBackfill > 0 {
 		backfill = opts.DemoBackfill
 	}

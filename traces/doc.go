@@ -115,9 +115,10 @@
 //
 // An upload handler calls Parse (or ParseFile) with its own MaxBytes,
 // maps errors.Is(err, ErrTooLarge) to 413 and the other sentinels to 400
-// with the error text, then stores Summarize's result as JSON; the page
-// renders Summary.TimelineSVG from the stored summary, so the trace file
-// itself need not be kept. See Example.
+// with the error text, then stores Summarize's result as Summary.Encode
+// writes it; the page reads it back with DecodeSummary and renders
+// Summary.TimelineSVG from it, so the trace file itself need not be kept.
+// See Example.
 //
 // # Comparison and evidence
 //

@@ -126,3 +126,38 @@ func FuzzParseSpacing(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeSummary: a stored summary either decodes, and then encodes
+// and decodes to the same summary, or is refused with an error that says
+// what failed.
+func FuzzDecodeSummary(f *testing.F) {
+	if tr, err := traces.Parse(context.Background(), strings.NewReader(smallTrace), traces.Options{}); err == nil {
+		if b, err := traces.Summarize(tr).Encode(); err == nil {
+			f.Add(b)
+		}
+	}
+	for _, s := range []string{`{}`, `null`, `[]`, `{"span_ns":"x"}`, `{"top":[{"name":1}]}`, `{"lanes":[{"bins":[1e400]}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := traces.DecodeSummary(data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "traces: decode summary: ") {
+				t.Fatalf("error %q lacks its prefix", err)
+			}
+			return
+		}
+		b, err := s.Encode()
+		if err != nil {
+			return // a decoded NaN cannot be encoded; JSON has none
+		}
+		again, err := traces.DecodeSummary(b)
+		if err != nil {
+			t.Fatalf("a re-encoded summary does not decode: %v\n%s", err, b)
+		}
+		b2, _ := again.Encode()
+		if !bytes.Equal(b, b2) {
+			t.Fatalf("re-encoding changed the summary:\n%s\n%s", b, b2)
+		}
+	})
+}

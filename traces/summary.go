@@ -2,6 +2,8 @@ package traces
 
 import (
 	"cmp"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -352,4 +354,24 @@ func ratio(a, b int64) float64 {
 		return 0
 	}
 	return float64(a) / float64(b)
+}
+
+// Encode is the summary as the archive stores it: JSON.
+func (s Summary) Encode() ([]byte, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("traces: encode summary: %w", err)
+	}
+	return b, nil
+}
+
+// DecodeSummary reads a summary Encode stored. A document that is not a
+// summary (not a JSON object, or with fields of the wrong type) is an
+// error.
+func DecodeSummary(b []byte) (Summary, error) {
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return Summary{}, fmt.Errorf("traces: decode summary: %w", err)
+	}
+	return s, nil
 }

@@ -1,7 +1,6 @@
 package views
 
 import (
-	"strconv"
 	"time"
 )
 
@@ -22,11 +21,6 @@ type AdminUser struct {
 	Self        bool // the signed-in admin: not deletable here
 }
 
-// Action is the form action for this account, with a suffix.
-func (u AdminUser) Action(suffix string) string {
-	return "/admin/users/" + strconv.FormatInt(u.ID, 10) + suffix
-}
-
 // UsersView is the account administration page.
 type UsersView struct {
 	Layout LayoutView
@@ -44,11 +38,6 @@ type AdminToken struct {
 	CreatedAt  time.Time
 	LastUsedAt time.Time
 	RevokedAt  time.Time
-}
-
-// RevokeAction is the token's revoke form action.
-func (t AdminToken) RevokeAction() string {
-	return "/admin/tokens/" + strconv.FormatInt(t.ID, 10) + "/revoke"
 }
 
 // TokensView is the API-token administration page. NewToken is set once,

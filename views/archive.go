@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/metrics"
 )
 
@@ -115,7 +116,7 @@ type CauseRow struct {
 }
 
 // Href is the cause's knowledge-base page.
-func (r CauseRow) Href() string { return "/kb/" + r.ID }
+func (r CauseRow) Href() string { return route.URL(route.KBShow, r.ID) }
 
 // Precision renders confirmed / diagnosed.
 func (r CauseRow) Precision() string {

@@ -60,14 +60,6 @@ type ChangeView struct {
 	Verdict    string
 }
 
-// ChangePath is the page of one change request.
-func ChangePath(incident, id int64) string {
-	return IncidentPath(incident) + "/changes/" + strconv.FormatInt(id, 10)
-}
-
-// Path is the page's own URL.
-func (v ChangeView) Path() string { return ChangePath(v.IncidentID, v.Row.ID) }
-
 // StatusWord is a change status for display.
 func StatusWord(s string) string {
 	switch s {

@@ -15,6 +15,19 @@ type CoverageView struct {
 	Joined   []JoinRow
 	Missing  []CoverageRow
 	Resolved []CoverageRow
+	// Profiling is one sentence when the GPUs report no DCGM profiling
+	// fields (dcgm-exporter's default counters): what is missing and what
+	// stands in for it; empty otherwise.
+	Profiling string
+	// Gaps lists the diagnosis rules that read a missing metric.
+	Gaps []GapRow
+}
+
+// GapRow is one diagnosis rule that cannot read everything it reads
+// elsewhere.
+type GapRow struct {
+	Cause, Title string
+	Metrics      string // the missing metrics it reads, as labels
 }
 
 // JoinRow is one engine instance and the GPU series joined to it.
@@ -34,5 +47,5 @@ type CoverageRow struct {
 // Shown reports whether a scope page has anything to say: GPUs that did
 // not join, or metrics that are missing.
 func (v *CoverageView) Shown() bool {
-	return v != nil && (!v.JoinOK || len(v.Missing) > 0)
+	return v != nil && (!v.JoinOK || len(v.Missing) > 0 || v.Profiling != "")
 }

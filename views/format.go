@@ -9,51 +9,11 @@ import (
 	"github.com/casebook/casebook/metrics"
 )
 
-// labels are the short names the console shows for catalog ids.
-var labels = map[string]string{
-	metrics.GatewayE2E:       "Gateway E2E",
-	metrics.E2E:              "E2E",
-	metrics.E2EP99:           "E2E p99",
-	metrics.TTFT:             "TTFT",
-	metrics.TTFTP99:          "TTFT p99",
-	metrics.TPOT:             "TPOT",
-	metrics.TPOTP99:          "TPOT p99",
-	metrics.QueueTime:        "Queue time",
-	metrics.PrefillTime:      "Prefill",
-	metrics.DecodeTime:       "Decode",
-	metrics.ThroughputRPS:    "Throughput",
-	metrics.ArrivalRPS:       "Arrivals",
-	metrics.PromptTPS:        "Prompt tokens",
-	metrics.GenerationTPS:    "Generated tokens",
-	metrics.RunningSeqs:      "Running seqs",
-	metrics.QueueDepth:       "Queue depth",
-	metrics.MeanPromptTokens: "Prompt length",
-	metrics.SMUtil:           "SM active",
-	metrics.TensorActive:     "Tensor active",
-	metrics.DRAMActive:       "DRAM active",
-	metrics.GPUMemUsedFrac:   "GPU memory",
-	metrics.KVCacheUsage:     "KV cache",
-	metrics.SMClock:          "SM clock",
-	metrics.MemClock:         "Mem clock",
-	metrics.Power:            "Power",
-	metrics.GPUTemp:          "Temperature",
-	metrics.KVCacheHitRate:   "Prefix hit rate",
-	metrics.RejectionRate:    "Draft rejection",
-	metrics.ErrorRate:        "Error rate",
-	metrics.PreemptionRate:   "Preemptions",
-	metrics.AbortRate:        "Client aborts",
-	metrics.APIErrorRate:     "API 5xx",
-	metrics.XIDErrors:        "GPUs with XID errors",
-	metrics.QueueCapacity:    "Waiting for capacity",
-	metrics.CachedPromptTPS:  "Cached prompt tokens",
-	metrics.SpecAcceptLength: "Acceptance length",
-}
-
-// MetricLabel returns the short display name of a catalog id, or the id
-// itself when it has none.
+// MetricLabel returns the catalog's short display name of a metric
+// (metrics.Metric.Label), or the id itself for an id not in the catalog.
 func MetricLabel(id string) string {
-	if l, ok := labels[id]; ok {
-		return l
+	if m, ok := metrics.Lookup(id); ok {
+		return m.Label
 	}
 	return id
 }

@@ -4,6 +4,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/metrics"
 )
 
@@ -23,7 +24,7 @@ type IncidentRow struct {
 }
 
 // Href is the incident's page.
-func (r IncidentRow) Href() string { return IncidentPath(r.ID) }
+func (r IncidentRow) Href() string { return route.URL(route.IncidentShow, r.ID) }
 
 // Status is the row's colour from its severity.
 func (r IncidentRow) Status() Status { return StatusOfSeverityWord(r.Severity) }

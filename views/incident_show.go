@@ -142,34 +142,58 @@ type IncidentView struct {
 	// ReadOnly hides every form and link out of the incident (shared view).
 	ReadOnly bool
 	Now      time.Time
+	// Review is the one-click review under the answer (not read-only).
+	Review ReviewControls
 }
 
-// Path is the incident page's URL.
-func (v IncidentView) Path() string { return IncidentPath(v.ID) }
+// HasDiagnosis reports whether the incident has been diagnosed.
+func (v IncidentView) HasDiagnosis() bool { return v.Current.D.RootCause != "" }
 
-// IncidentPath is the stable URL of incident id.
-func IncidentPath(id int64) string { return "/incidents/" + strconv.FormatInt(id, 10) }
+// CauseHeadline is the page's headline: the diagnosed cause.
+func (v IncidentView) CauseHeadline() string {
+	if !v.HasDiagnosis() {
+		return v.Title
+	}
+	return v.Current.Title()
+}
 
-// Action is the URL of a form action under the incident.
-func (v IncidentView) Action(sub string) string { return v.Path() + "/" + sub }
+// AnswerStatus colours the headline: the diagnosis's status, else the
+// incident's severity.
+func (v IncidentView) AnswerStatus() Status {
+	if v.HasDiagnosis() {
+		return v.Current.Status()
+	}
+	return v.Status()
+}
+
+// SeverityText is the severity word shown in the headline.
+func (v IncidentView) SeverityText() string {
+	if v.Severity == "" {
+		return "unknown"
+	}
+	return v.Severity
+}
+
+// TopEvidence is the first n evidence lines of the current diagnosis,
+// strongest first as the engine ranked them.
+func (v IncidentView) TopEvidence(n int) []EvidenceRow {
+	ev := v.Current.Evidence()
+	if len(ev) > n {
+		ev = ev[:n]
+	}
+	return ev
+}
 
 // Status is the page's status colour from its severity.
 func (v IncidentView) Status() Status { return StatusOfSeverityWord(v.Severity) }
 
 // VerdictText describes the current review state.
 func (v IncidentView) VerdictText() string {
-	switch v.Verdict {
-	case "correct":
-		return "Reviewed: diagnosis correct"
-	case "wrong":
-		t := v.TrueCauseTitle
-		if t == "" {
-			t = CauseTitle(v.TrueCause)
-		}
-		return "Reviewed: diagnosis wrong, true cause " + t
-	default:
-		return "Not reviewed yet"
+	t := v.TrueCauseTitle
+	if t == "" {
+		t = CauseTitle(v.TrueCause)
 	}
+	return VerdictState(v.Verdict, t)
 }
 
 // AlertText describes the alert state, if any.

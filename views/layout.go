@@ -1,6 +1,10 @@
 package views
 
-import "time"
+import (
+	"time"
+
+	"github.com/casebook/casebook/internal/route"
+)
 
 // Nav entries of the top bar.
 const (
@@ -37,6 +41,29 @@ type LayoutView struct {
 	// Refresh enables the script's live refresh of elements marked
 	// data-refresh (only meaningful for relative time ranges).
 	Refresh bool
+	// Card, when set, is the link preview chat tools show for the page.
+	Card *Card
+}
+
+// Card is what Slack, Teams, Feishu and other chat tools show when a link
+// to the page is pasted: its Open Graph and Twitter-card tags. URLs are
+// absolute, as crawlers need them.
+type Card struct {
+	Title       string
+	Description string
+	URL         string
+	// Image is the preview picture's URL ("" for none); ImageAlt says what
+	// it shows.
+	Image    string
+	ImageAlt string
+}
+
+// TwitterCard is the Twitter-card kind: a large image when there is one.
+func (c Card) TwitterCard() string {
+	if c.Image != "" {
+		return "summary_large_image"
+	}
+	return "summary"
 }
 
 // FullTitle is the document title.
@@ -53,14 +80,14 @@ type navLink struct {
 
 func (l LayoutView) navLinks() []navLink {
 	links := []navLink{
-		{NavOverview, "Overview", "/"},
-		{NavIncidents, "Incidents", "/incidents"},
-		{NavKnowledge, "Knowledge base", "/kb"},
-		{NavAccuracy, "Accuracy", "/accuracy"},
-		{NavStorage, "Storage", "/storage"},
+		{NavOverview, "Overview", route.URL(route.Overview)},
+		{NavIncidents, "Incidents", route.URL(route.IncidentList)},
+		{NavKnowledge, "Knowledge base", route.URL(route.KBList)},
+		{NavAccuracy, "Accuracy", route.URL(route.Accuracy)},
+		{NavStorage, "Storage", route.URL(route.Storage)},
 	}
 	if l.ShowFaults {
-		links = append(links, navLink{NavFaults, "Fault injection", "/faults"})
+		links = append(links, navLink{NavFaults, "Fault injection", route.URL(route.Faults)})
 	}
 	return links
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/metrics"
 )
 
@@ -111,26 +112,25 @@ type DimensionPanel struct {
 	Charts []Chart
 }
 
-// ScopePath is the URL of the live view of a scope with the given query
-// (already encoded, without "?").
-func ScopePath(s metrics.Scope, query string) string {
-	p := "/scopes/" + url.PathEscape(s.Model)
-	if s.Instance != "" {
-		p += "/" + url.PathEscape(s.Instance)
+// ScopePath is the URL of the live view of a scope with the query q (nil
+// for none).
+func ScopePath(s metrics.Scope, q url.Values) string {
+	if s.Instance == "" {
+		return route.URLQuery(route.ScopeModel, q, s.Model)
 	}
-	if query != "" {
-		p += "?" + query
-	}
-	return p
+	return route.URLQuery(route.ScopeInstance, q, s.Model, s.Instance)
 }
 
 // DiagnosePath is the URL the "Diagnose now" form of a scope posts to.
 func DiagnosePath(s metrics.Scope) string {
-	return ScopePath(s, "") + "/diagnose"
+	if s.Instance == "" {
+		return route.URL(route.ScopeModelDiagnose, s.Model)
+	}
+	return route.URL(route.ScopeInstanceDiagnose, s.Model, s.Instance)
 }
 
-// RangeQuery encodes a preset or an absolute window as a query string.
-func RangeQuery(preset string, from, to time.Time) string {
+// RangeQuery is the query of a preset or an absolute window.
+func RangeQuery(preset string, from, to time.Time) url.Values {
 	v := url.Values{}
 	if preset != "" {
 		v.Set("range", preset)
@@ -138,7 +138,7 @@ func RangeQuery(preset string, from, to time.Time) string {
 		v.Set("from", from.UTC().Format(time.RFC3339))
 		v.Set("to", to.UTC().Format(time.RFC3339))
 	}
-	return v.Encode()
+	return v
 }
 
 // WaterfallView is the latency decomposition of the shown window.

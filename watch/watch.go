@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/diagnose/forecast"
 	"github.com/casebook/casebook/incident"
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
 )
@@ -520,7 +520,7 @@ func (w *Watcher) openGroup(ctx context.Context, g forecast.Group, at time.Time)
 		w.log.Warn("watch: opening the detector's incident failed", "scope", g.Scope.String(), "metrics", strings.Join(g.Metrics, ","), "err", err)
 		return false
 	}
-	ep = &episode{id: inc.ID, url: w.opts.BaseURL + "/incidents/" + strconv.FormatInt(inc.ID, 10), minute: at}
+	ep = &episode{id: inc.ID, url: w.opts.BaseURL + route.URL(route.IncidentShow, inc.ID), minute: at}
 	w.log.Info("watch: incident opened", "scope", g.Scope.String(), "incident", inc.ID, "metrics", strings.Join(g.Metrics, ","))
 	w.attach(st, g, ep)
 	return true

@@ -13,6 +13,7 @@ import (
 
 	"github.com/casebook/casebook/auth"
 	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
 )
@@ -57,7 +58,7 @@ type AuthOptions struct {
 // route policies and checks form tokens.
 type authenticator struct {
 	opts   AuthOptions
-	routes map[string]route
+	routes map[string]entry // by "METHOD pattern"
 	now    func() time.Time
 }
 
@@ -91,7 +92,7 @@ func (a *authenticator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 		if !ok {
 			return next(c) // no such route: 404 or 405
 		}
-		pol := rt.pol
+		pol := rt.policy
 		if !pol.Allows(p) {
 			if pol == PolicyWebhook && (p.Kind == auth.KindOpen || !p.Authenticated()) {
 				return a.denyWebhook(c)
@@ -173,7 +174,7 @@ func (a *authenticator) deny(c echo.Context, p auth.Principal) error {
 	if p.Authenticated() {
 		return echo.NewHTTPError(http.StatusForbidden, "your role ("+p.Role.String()+") may not do this")
 	}
-	if a.opts.Mode == AuthAccounts && req.Method == http.MethodGet && !strings.HasPrefix(req.URL.Path, "/api/") {
+	if a.opts.Mode == AuthAccounts && req.Method == http.MethodGet && !strings.HasPrefix(req.URL.Path, route.APIPrefix) {
 		return a.opts.Accounts.RenderLogin(c, http.StatusUnauthorized, "", "")
 	}
 	c.Response().Header().Set("WWW-Authenticate", `Bearer realm="casebook"`)

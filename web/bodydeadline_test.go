@@ -16,11 +16,8 @@ import (
 
 	"github.com/casebook/casebook/handlers"
 	"github.com/casebook/casebook/handlers/handlerstest"
+	"github.com/casebook/casebook/internal/route"
 )
-
-type routes func(g *echo.Group)
-
-func (f routes) Register(g *echo.Group) { f(g) }
 
 // TestBodyDeadline sends bodies one byte every 100 ms through the whole
 // middleware stack, with the paces shortened: a form route drops the
@@ -51,10 +48,10 @@ func TestBodyDeadline(t *testing.T) {
 		return c.String(http.StatusOK, "read")
 	}
 	tel := handlerstest.NewTelemetry(handlerstest.Options{Span: time.Hour})
-	srv := httptest.NewServer(New(Options{Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{}, Incidents: routes(func(g *echo.Group) {
-		g.POST("/webhook", read).Name = handlers.RouteIncidentNote // a form route; the real webhook also wants its token
-		g.POST("/incidents/:id/traces", read).Name = handlers.RouteIncidentTraceCreate
-	})}))
+	console := New(Options{Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{}})
+	console.POST("/webhook", read) // a form route; the real webhook also wants its token
+	console.POST(route.IncidentTraceCreate.Pattern(), read)
+	srv := httptest.NewServer(console)
 	defer srv.Close()
 
 	send := func(path string, body string, every time.Duration, extra ...string) string {

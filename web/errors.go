@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/views"
 )
 
@@ -62,7 +63,7 @@ func errorHandler(log *slog.Logger, h *handlers.Handlers, bodyLimit string) echo
 			_ = c.NoContent(v.Status)
 			return
 		}
-		if strings.HasPrefix(req.URL.Path, "/api/") {
+		if strings.HasPrefix(req.URL.Path, route.APIPrefix) {
 			msg := v.Message
 			if v.Param != "" {
 				msg = v.Param + ": " + msg

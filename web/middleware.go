@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/internal/route"
 )
 
 // ContentSecurityPolicy allows only the console's own scripts, styles and
@@ -88,7 +89,7 @@ func useMiddleware(e *echo.Echo, opts Options, om *observability, authn *authent
 	// about fourfold. /metrics compresses itself.
 	e.Use(middleware.GzipWithConfig(middleware.GzipConfig{
 		Level:   5,
-		Skipper: func(c echo.Context) bool { return c.Path() == "/metrics" },
+		Skipper: func(c echo.Context) bool { return c.Path() == route.Metrics.Pattern() },
 	}))
 	e.Use(bodyDeadline(formPace, uploadPace))
 	// Kernel-trace uploads stream to disk under their own, larger limit

@@ -10,73 +10,137 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/static"
 )
 
-// Route names. Every route is named so that links can be built with
-// e.Reverse.
+// entry is one route of the console: its name, whose path pattern package
+// route holds (so that links are built from the name), its method, who
+// may call it, and its handler.
+type entry struct {
+	name    route.Name
+	method  string
+	policy  Policy
+	handler echo.HandlerFunc
+}
+
 const (
-	RouteOverview         = "overview.show"
-	RouteModel            = "scope.model"
-	RouteInstance         = "scope.instance"
-	RouteModelDiagnose    = "diagnosis.create.model"
-	RouteInstanceDiagnose = "diagnosis.create.instance"
-	RouteFaults           = "fault.list"
-	RouteFaultCreate      = "fault.create"
-	RouteFaultClear       = "fault.clear"
-	RouteAPIDiagnose      = "api.diagnosis.create"
-	RouteHealthz          = "health.live"
-	RouteReadyz           = "health.ready"
-	RouteMetrics          = "metrics"
-	RouteStatic           = "static"
+	get  = http.MethodGet
+	post = http.MethodPost
 )
 
-// registerRoutes is the one route table.
-func registerRoutes(e *echo.Echo, h *handlers.Handlers, opts Options, om *observability) {
-	// Pages.
-	e.GET("/", h.Overview.Show).Name = RouteOverview
-	e.GET("/scopes/:model", h.Scopes.Show).Name = RouteModel
-	e.GET("/scopes/:model/:instance", h.Scopes.Show).Name = RouteInstance
+// routeTable is the one route table: every route of the console with its
+// name, method, path and access policy. New registers it, and the
+// authentication middleware looks each request's policy up in it.
+// Optional parts (accounts, the archive, change requests) add their
+// routes only when they are configured.
+func routeTable(h *handlers.Handlers, opts Options, om *observability) []entry {
+	t := []entry{
+		// Pages.
+		{route.Overview, get, PolicyViewer, h.Overview.Show},
+		{route.ScopeModel, get, PolicyViewer, h.Scopes.Show},
+		{route.ScopeInstance, get, PolicyViewer, h.Scopes.Show},
+		{route.Storage, get, PolicyViewer, h.Storage.Show},
 
-	// Diagnose now. With an IncidentOpener this opens an incident.
-	e.POST("/scopes/:model/diagnose", h.Diagnoses.Create).Name = RouteModelDiagnose
-	e.POST("/scopes/:model/:instance/diagnose", h.Diagnoses.Create).Name = RouteInstanceDiagnose
+		// Diagnose now. With an IncidentOpener this opens an incident.
+		{route.ScopeModelDiagnose, post, PolicyReviewer, h.Diagnoses.Create},
+		{route.ScopeInstanceDiagnose, post, PolicyReviewer, h.Diagnoses.Create},
+		{route.APIDiagnose, post, PolicyReviewer, h.Diagnoses.API},
 
-	// Demo fault panel (404 without a simulator).
-	e.GET("/faults", h.Faults.List).Name = RouteFaults
-	e.POST("/faults", h.Faults.Create).Name = RouteFaultCreate
-	e.POST("/faults/clear", h.Faults.Clear).Name = RouteFaultClear
-	e.GET("/storage", h.Storage.Show).Name = RouteStorage
+		// Demo fault panel (404 without a simulator).
+		{route.Faults, get, PolicyViewer, h.Faults.List},
+		{route.FaultCreate, post, PolicyReviewer, h.Faults.Create},
+		{route.FaultClear, post, PolicyReviewer, h.Faults.Clear},
 
-	// JSON API.
-	e.POST("/api/v1/diagnose", h.Diagnoses.API).Name = RouteAPIDiagnose
+		// Operations.
+		{route.Healthz, get, PolicyPublic, h.Health.Live},
+		{route.Readyz, get, PolicyPublic, h.Health.Ready},
+		{route.Metrics, get, PolicyViewer, echo.WrapHandler(promhttp.HandlerFor(om.reg, promhttp.HandlerOpts{}))},
+		{route.Static, get, PolicyPublic, serveStatic},
+	}
 
-	// Operations.
-	e.GET("/healthz", h.Health.Live).Name = RouteHealthz
-	e.GET("/readyz", h.Health.Ready).Name = RouteReadyz
-	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(om.reg, promhttp.HandlerOpts{}))).Name = RouteMetrics
-	e.GET(static.Prefix+"*", serveStatic).Name = RouteStatic
-
-	// Sign-in and administration (access rules: RoutePolicies).
+	// Sign-in and administration.
 	if a := opts.Auth.Accounts; a != nil {
-		e.GET("/login", a.LoginForm).Name = RouteLogin
-		e.POST("/login", a.Login).Name = RouteLoginPost
-		e.POST("/logout", a.Logout).Name = RouteLogout
-		e.GET("/admin/users", a.Users).Name = RouteUsers
-		e.POST("/admin/users", a.CreateUser).Name = RouteUserCreate
-		e.POST("/admin/users/:id", a.UpdateUser).Name = RouteUserUpdate
-		e.POST("/admin/users/:id/delete", a.DeleteUser).Name = RouteUserDelete
-		e.GET("/admin/tokens", a.Tokens).Name = RouteTokens
-		e.POST("/admin/tokens", a.CreateToken).Name = RouteTokenCreate
-		e.POST("/admin/tokens/:id/revoke", a.RevokeToken).Name = RouteTokenRevoke
-		e.GET("/admin/audit", a.Audit).Name = RouteAudit
-		e.GET("/admin/audit.json", a.AuditJSON).Name = RouteAuditExport
+		t = append(t, []entry{
+			{route.Login, get, PolicyPublic, a.LoginForm},
+			{route.LoginPost, post, PolicyPublic, a.Login},
+			{route.Logout, post, PolicyPublic, a.Logout},
+			{route.Users, get, PolicyAdmin, a.Users},
+			{route.UserCreate, post, PolicyAdmin, a.CreateUser},
+			{route.UserUpdate, post, PolicyAdmin, a.UpdateUser},
+			{route.UserDelete, post, PolicyAdmin, a.DeleteUser},
+			{route.Tokens, get, PolicyAdmin, a.Tokens},
+			{route.TokenCreate, post, PolicyAdmin, a.CreateToken},
+			{route.TokenRevoke, post, PolicyAdmin, a.RevokeToken},
+			{route.Audit, get, PolicyAdmin, a.Audit},
+			{route.AuditExport, get, PolicyAdmin, a.AuditJSON},
+		}...)
 	}
 
-	// The incident archive (incidents, knowledge base, accuracy).
-	if opts.Incidents != nil {
-		opts.Incidents.Register(e.Group(""))
+	// The incident archive.
+	if inc := opts.Incidents; inc != nil {
+		t = append(t, []entry{
+			{route.IncidentList, get, PolicyViewer, inc.List},
+			{route.IncidentShow, get, PolicyViewer, inc.Show},
+			{route.IncidentLabel, post, PolicyReviewer, inc.Label},
+			{route.IncidentNote, post, PolicyReviewer, inc.Note},
+			{route.IncidentDiagnose, post, PolicyReviewer, inc.Rediagnose},
+			{route.IncidentShare, post, PolicyAdmin, inc.Share},
+			{route.IncidentRevoke, post, PolicyAdmin, inc.Revoke},
+			{route.IncidentPostmortem, get, PolicyViewer, inc.Postmortem},
+			{route.IncidentPrint, get, PolicyViewer, inc.Print},
+			{route.IncidentPreview, get, PolicyViewer, inc.Preview},
+			{route.ReviewQueue, get, PolicyViewer, inc.Queue},
+			// The share link's token is the credential; the handler checks it.
+			{route.ShareShow, get, PolicyPublic, inc.Shared},
+			// The share link's preview picture: the token is the credential,
+			// as for its page, and it shows no more than the page.
+			{route.SharePreview, get, PolicyPublic, inc.SharedPreview},
+			{route.Accuracy, get, PolicyViewer, inc.Knowledge.Accuracy},
+			{route.KBList, get, PolicyViewer, inc.Knowledge.KB},
+			{route.KBShow, get, PolicyViewer, inc.Knowledge.KBCause},
+
+			// Kernel traces.
+			{route.IncidentTraceCreate, post, PolicyReviewer, inc.Traces.UploadTrace},
+			{route.IncidentTraceDelete, post, PolicyReviewer, inc.Traces.DeleteTrace},
+
+			// The JSON API and the Alertmanager webhook.
+			{route.APIAlertmanager, post, PolicyWebhook, inc.Alerts.Alertmanager},
+			{route.APIIncidentList, get, PolicyViewer, inc.API.APIList},
+			{route.APIIncidentShow, get, PolicyViewer, inc.API.APIShow},
+			{route.APIIncidentLabel, post, PolicyReviewer, inc.API.APILabel},
+			{route.APIIncidentNote, post, PolicyReviewer, inc.API.APINote},
+			{route.APIIncidentExport, get, PolicyViewer, inc.API.APIExport},
+			{route.APIIncidentTraceCreate, post, PolicyReviewer, inc.Traces.APIUploadTrace},
+			{route.APIIncidentTraceList, get, PolicyViewer, inc.Traces.APITraces},
+		}...)
+
+		// Change requests: a reviewer's proposal; the team's change
+		// process (the webhook's receiver) approves it.
+		if ch := inc.Changes; ch != nil {
+			t = append(t, []entry{
+				{route.ChangeCreate, post, PolicyReviewer, ch.Create},
+				{route.ChangeShow, get, PolicyViewer, ch.Show}, // also :cid.md and :cid.json
+				{route.ChangeStatus, post, PolicyReviewer, ch.Status},
+				{route.ChangeDeliver, post, PolicyReviewer, ch.Deliver},
+				{route.APIChangeList, get, PolicyViewer, ch.APIList},
+			}...)
+		}
 	}
+	return t
+}
+
+// register adds the table's routes to e, each under its name, and
+// returns them by "METHOD pattern", the key the authentication
+// middleware finds a request's route by.
+func register(e *echo.Echo, table []entry) map[string]entry {
+	byPath := make(map[string]entry, len(table))
+	for _, r := range table {
+		p := r.name.Pattern()
+		e.Add(r.method, p, r.handler).Name = string(r.name)
+		byPath[r.method+" "+p] = r
+	}
+	return byPath
 }
 
 // serveStatic serves embedded assets. A request carrying the current

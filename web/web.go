@@ -16,12 +16,6 @@ import (
 	"github.com/casebook/casebook/views"
 )
 
-// IncidentRoutes registers the incident archive's routes (incidents,
-// knowledge base, accuracy) on the root group. web.New calls it when set.
-type IncidentRoutes interface {
-	Register(g *echo.Group)
-}
-
 // Options configures the server. Telemetry and Diagnoser are required;
 // everything else has a default.
 type Options struct {
@@ -29,8 +23,10 @@ type Options struct {
 	Diagnoser handlers.Diagnoser
 	// Faults enables the demo fault panel; nil outside demo mode.
 	Faults handlers.FaultInjector
-	// Incidents registers the archive's pages; nil until it is wired.
-	Incidents IncidentRoutes
+	// Incidents serves the archive (incidents, knowledge base, accuracy,
+	// traces, change requests, the webhook and JSON API); nil leaves
+	// those routes out.
+	Incidents *handlers.Incidents
 	// IncidentOpener makes "Diagnose now" open an incident; nil shows the
 	// diagnosis directly.
 	IncidentOpener handlers.IncidentOpener
@@ -134,11 +130,6 @@ func New(opts Options) *Server {
 		authn.now = time.Now
 	}
 	useMiddleware(e, opts, om, authn)
-	registerRoutes(e, h, opts, om)
-	routes, err := routeTable(e)
-	if err != nil {
-		panic(err)
-	}
-	authn.routes = routes
+	authn.routes = register(e, routeTable(h, opts, om))
 	return &Server{Echo: e, Handlers: h}
 }

@@ -2,61 +2,75 @@ package web_test
 
 import (
 	"compress/gzip"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/casebook/casebook/handlers"
 	"github.com/casebook/casebook/handlers/handlerstest"
+	"github.com/casebook/casebook/incident"
+	"github.com/casebook/casebook/internal/route"
+	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/web"
 )
 
-type archiveRoutes struct{ registered bool }
-
-func (a *archiveRoutes) Register(g *echo.Group) {
-	a.registered = true
-	g.GET("/incidents", func(c echo.Context) error { return c.String(http.StatusOK, "incident list") }).Name = "incident.list"
+// archive is the incident archive's handlers over a fresh SQLite file.
+func archive(t *testing.T, tel *handlerstest.Telemetry) *handlers.Incidents {
+	t.Helper()
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "casebook.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	diag := &handlerstest.Diagnoser{}
+	svc := incident.New(incident.Options{Archive: st, Capture: tel, Diagnoser: diag})
+	return handlers.NewIncidents(handlers.IncidentDeps{Archive: st, Service: svc})
 }
 
+// TestRoutesAreNamedAndArchiveIsMounted checks that every registered
+// route is a route of package route, at its pattern, so that links built
+// from names reach it.
 func TestRoutesAreNamedAndArchiveIsMounted(t *testing.T) {
 	tel := handlerstest.NewTelemetry(handlerstest.Options{Span: time.Hour})
-	arch := &archiveRoutes{}
-	srv := web.New(web.Options{Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{}, Incidents: arch, Now: func() time.Time { return tel.End }})
-	if !arch.registered {
-		t.Fatal("IncidentRoutes.Register was not called")
-	}
+	srv := web.New(web.Options{Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{}, Incidents: archive(t, tel), Now: func() time.Time { return tel.End }})
 	routes := srv.Routes()
-	if len(routes) < 12 {
+	if len(routes) < 30 {
 		t.Fatalf("only %d routes", len(routes))
 	}
+	patterns := map[string]string{}
+	for _, n := range route.Names() {
+		patterns[string(n)] = n.Pattern()
+	}
 	for _, r := range routes {
-		if r.Name == "" || strings.Contains(r.Name, "func") || strings.Contains(r.Name, "github.com") {
-			t.Errorf("route %s %s has no name (%q)", r.Method, r.Path, r.Name)
+		if r.Method == echo.RouteNotFound {
+			continue
+		}
+		if want, ok := patterns[r.Name]; !ok || want != r.Path {
+			t.Errorf("route %s %s is named %q, whose pattern is %q", r.Method, r.Path, r.Name, want)
 		}
 	}
 	rec := httptest.NewRecorder()
-	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/incidents", nil))
-	if rec.Code != http.StatusOK || rec.Body.String() != "incident list" {
-		t.Errorf("archive route: %d %q", rec.Code, rec.Body.String())
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, route.URL(route.IncidentList), nil))
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `data-testid="incident-filters"`) {
+		t.Errorf("archive route: %d %.300q", rec.Code, rec.Body.String())
 	}
-	if got := srv.Reverse(web.RouteInstance, "m", "i"); got != "/scopes/m/i" {
-		t.Errorf("Reverse(%s) = %q", web.RouteInstance, got)
+	if got, want := srv.Reverse(string(route.ScopeInstance), "m", "i"), route.URL(route.ScopeInstance, "m", "i"); got != want || got != "/scopes/m/i" {
+		t.Errorf("Reverse(%s) = %q, route.URL = %q", route.ScopeInstance, got, want)
 	}
 }
 
 func TestNotFoundKeepsTheHandlersMessage(t *testing.T) {
 	tel := handlerstest.NewTelemetry(handlerstest.Options{Span: time.Hour})
-	srv := web.New(web.Options{Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{}, Incidents: routeFunc(func(g *echo.Group) {
-		g.GET("/incidents/:id", func(c echo.Context) error {
-			return echo.NewHTTPError(http.StatusNotFound, "incident "+c.Param("id")+" does not exist")
-		}).Name = "incident.show"
-	})})
+	srv := web.New(web.Options{Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{}, Incidents: archive(t, tel)})
 	for _, tc := range []struct{ path, want string }{
-		{"/incidents/7", "incident 7 does not exist"},
+		{route.URL(route.IncidentShow, 7), "There is no incident with this number."},
 		{"/nowhere", "There is no page at /nowhere."},
 	} {
 		rec := httptest.NewRecorder()
@@ -66,10 +80,6 @@ func TestNotFoundKeepsTheHandlersMessage(t *testing.T) {
 		}
 	}
 }
-
-type routeFunc func(g *echo.Group)
-
-func (f routeFunc) Register(g *echo.Group) { f(g) }
 
 func TestPagesAreCompressedOnce(t *testing.T) {
 	tel := handlerstest.NewTelemetry(handlerstest.Options{Span: 6 * time.Hour})

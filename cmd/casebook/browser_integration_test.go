@@ -38,7 +38,7 @@ func TestBrowserFlow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test starts casebook and chromium")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // the demo back-fill alone takes up to 150 s on a busy machine
 	defer cancel()
 
 	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
@@ -159,7 +159,7 @@ func TestBrowserFlow(t *testing.T) {
 		if md := f.text(`[data-testid="change-markdown"]`); !strings.Contains(md, incPath) && !strings.Contains(md, strings.TrimPrefix(incPath, "/incidents/")) {
 			t.Errorf("the change request's document does not name its incident %s:\n%s", incPath, md)
 		}
-		f.open("incident-after-change", incPath, `[data-testid="label-form"]`)
+		f.open("incident-after-change", incPath, `[data-testid="review-wrong-open"]`)
 	}
 
 	// 5. Mark the diagnosis wrong and pick the real cause.
@@ -167,13 +167,12 @@ func TestBrowserFlow(t *testing.T) {
 	if diagnosed == injected {
 		trueCause = metrics.CauseHostOverhead
 	}
-	f.do("fill the review",
-		chromedp.SetValue(chromedp.CSS(`[data-testid="label-form"] select[name=verdict]`), "wrong"),
-		chromedp.SetValue(chromedp.CSS(`[data-testid="label-form"] select[name=true_cause]`), trueCause),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="label-form"] input[name=by]`), "Dana On-call"),
-	)
-	f.submit("save the review", `[data-testid="label-form"] button[type=submit]`,
-		`document.querySelector('[data-testid="incident-verdict"]').getAttribute("data-verdict") === "wrong"`)
+	// The picker opens in place; the cause's button saves the review
+	// without leaving the page.
+	f.do("open the cause picker", chromedp.Click(chromedp.CSS(`[data-testid="review-wrong-open"]`), chromedp.NodeVisible))
+	f.do("name the reviewer", chromedp.SetValue(chromedp.CSS(`[data-testid="review-wrong-form"] input[name=by]`), "Dana On-call"))
+	f.do("pick the real cause", chromedp.Click(chromedp.CSS(`[data-testid="review-wrong-form"] button[value="`+trueCause+`"]`), chromedp.NodeVisible))
+	f.waitJS("the saved review", `document.querySelector('[data-testid="incident-verdict"]').getAttribute("data-verdict") === "wrong"`)
 	if v := f.text(`[data-testid="incident-verdict"]`); !strings.Contains(v, "wrong") {
 		t.Errorf("verdict after the review reads %q", v)
 	}
@@ -182,7 +181,7 @@ func TestBrowserFlow(t *testing.T) {
 	const note = "Replica restarted after the OOM; kernel logs attached to the ticket."
 	f.do("write a note",
 		chromedp.SendKeys(chromedp.CSS(`[data-testid="note-form"] textarea[name=body]`), note),
-		chromedp.SendKeys(chromedp.CSS(`[data-testid="note-form"] input[name=by]`), "Dana On-call"),
+		chromedp.SetValue(chromedp.CSS(`[data-testid="note-form"] input[name=by]`), "Dana On-call"),
 	)
 	f.submit("add the note", `[data-testid="note-form"] button[type=submit]`,
 		`!!document.querySelector('[data-testid="timeline"] li[data-kind="note"]')`)
@@ -206,7 +205,7 @@ func TestBrowserFlow(t *testing.T) {
 
 	// 8. Share it and open the link in a browser that shares nothing.
 	f.open("incident-again", incPath, `[data-testid="share-form"]`)
-	f.do("fill the share form", chromedp.SendKeys(chromedp.CSS(`[data-testid="share-form"] input[name=by]`), "Dana On-call"))
+	f.do("fill the share form", chromedp.SetValue(chromedp.CSS(`[data-testid="share-form"] input[name=by]`), "Dana On-call"))
 	f.submit("create a share link", `[data-testid="share-form"] button[type=submit]`, `!!document.querySelector('[data-testid="share-created"] code')`)
 	// A page that answers a POST cannot be opened again: check it here.
 	f.checkLayout("incident-shared")

@@ -29,10 +29,11 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	forDur := fs.Duration("for", 3*time.Minute, "how long a run beyond the band must last to raise an alert, in points at the series' sampling interval and never fewer than two, unless one point spans it and is --single-z out; --consecutive overrides it")
 	singleZ := fs.Float64("single-z", 0, "with --for, when one sample spans --for (5-minute or hourly data), it alerts alone this many standard errors out (default 5.85: as improbable as three points at the band's edge; -1: never alone)")
 	maxBytes := fs.Int64("max-bytes", forecast.MaxCSVBytes, "largest accepted input in bytes")
-	trace := fs.String("trace", "", "also write every judged point to this CSV file (timestamp,value,forecast,lower,upper,z,p; p, the daily rate of runs as deep in the record, with --false-per-day), to see why a point did or did not alert")
+	trace := fs.String("trace", "", "also write every judged point to this CSV file (timestamp,value,forecast,lower,upper,z,p,prob; p, the daily rate of runs as deep in the record, with --false-per-day; prob, the probability of a run as deep under the series' own record of errors, on runs long enough to alert), to see why a point did or did not alert")
 	windowsFile := fs.String("windows", "", "labelled anomaly windows, a CSV of start,end with a header or a NAB-style JSON label file (its entry for the --csv file): also print how many the alerts detected, the median delay and the alerts outside every window")
 	warmup := fs.Float64("warmup", 0.15, "with --windows: share of the rows at the start, the detector's warm-up, whose alerts are not scored (0-0.9)")
 	falsePerDay := fs.Float64("false-per-day", 0, "false-alert budget per series and day: a run alerts only when the series made runs as deep at most this often a day in its own record (episodes counted once, a Pareto tail beyond the deepest); the alert line and the trace show the rate as p (default 0: off)")
+	maxProb := fs.Float64("max-prob", 0, "a run alerts only when its probability under the series' own record of forecast errors (prob= on the alert line) is at most this (default 0: off)")
 	events := fs.Bool("events", false, "also print when an alert ends and when a level shift is absorbed")
 	if err := parseFlags(fs, args, env, stderr); err != nil {
 		return err
@@ -59,7 +60,10 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	if *falsePerDay < 0 || *falsePerDay > 1e6 {
 		return fmt.Errorf("%w: --false-per-day must be 0 (off) to 1e6, got %g", errUsage, *falsePerDay)
 	}
-	opts := forecast.DetectorOptions{Consecutive: *consecutive, FalsePerDay: *falsePerDay}
+	if *maxProb < 0 || *maxProb > 1 {
+		return fmt.Errorf("%w: --max-prob must be 0 (off) to 1, got %g", errUsage, *maxProb)
+	}
+	opts := forecast.DetectorOptions{Consecutive: *consecutive, FalsePerDay: *falsePerDay, MaxProb: *maxProb}
 	if *consecutive == 0 {
 		opts.For, opts.SingleZ = *forDur, *singleZ
 	}
@@ -93,7 +97,7 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 		}
 		defer traceFile.Close() // on early returns; closed and checked below
 		traceOut = bufio.NewWriter(traceFile)
-		fmt.Fprintln(traceOut, "timestamp,value,forecast,lower,upper,z,p")
+		fmt.Fprintln(traceOut, "timestamp,value,forecast,lower,upper,z,p,prob")
 	}
 	det := forecast.NewDetector(opts)
 	fired := 0
@@ -107,11 +111,14 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 		a, ok := det.Observe(id, s.T, s.V)
 		if traceOut != nil {
 			if b, judged := det.LastBand(id); judged && b.At.Equal(s.T.UTC().Truncate(time.Second)) {
-				p := ""
+				p, prob := "", ""
 				if !math.IsNaN(b.P) {
 					p = strconv.FormatFloat(b.P, 'g', 3, 64)
 				}
-				fmt.Fprintf(traceOut, "%s,%g,%g,%g,%g,%.3f,%s\n", b.At.Format(time.RFC3339), b.Value, b.Forecast, b.Lower, b.Upper, b.Z, p)
+				if !math.IsNaN(b.Prob) {
+					prob = strconv.FormatFloat(b.Prob, 'g', 3, 64)
+				}
+				fmt.Fprintf(traceOut, "%s,%g,%g,%g,%g,%.3f,%s,%s\n", b.At.Format(time.RFC3339), b.Value, b.Forecast, b.Lower, b.Upper, b.Z, p, prob)
 			}
 		}
 		if !ok {
@@ -127,6 +134,9 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 			a.At.Format(time.RFC3339), a.State, a.Value, a.Forecast, a.Lower, a.Upper, a.Start.Format(time.RFC3339))
 		if a.State == forecast.Firing && a.P > 0 {
 			line += fmt.Sprintf(" p=%.2g", a.P)
+		}
+		if a.State == forecast.Firing {
+			line += fmt.Sprintf(" prob=%.2g", a.Prob)
 		}
 		if a.Message != "" {
 			line += " (" + a.Message + ")"

@@ -78,6 +78,10 @@ func TestDetectCmd(t *testing.T) {
 			[]string{stepAt.Format(time.RFC3339) + " firing", " p="}, ""},
 		{"bad --single-z", []string{"--csv", good, "--single-z", "-2"}, noEnv, nil, "--single-z must be"},
 		{"bad --false-per-day", []string{"--csv", good, "--false-per-day", "-1"}, noEnv, nil, "--false-per-day must be"},
+		{"with --max-prob, a step beyond anything in the record still alerts and shows its probability",
+			[]string{"--csv", good, "--metric", "tpot_ms", "--max-prob", "0.01"}, noEnv,
+			[]string{stepAt.Format(time.RFC3339) + " firing", " prob="}, ""},
+		{"bad --max-prob", []string{"--csv", good, "--max-prob", "2"}, noEnv, nil, "--max-prob must be"},
 		{"unknown metric", []string{"--csv", good, "--metric", "nope"}, noEnv, nil, "not a catalog id"},
 		{"missing file", []string{"--csv", filepath.Join(dir, "none.csv")}, noEnv, nil, "no such file"},
 	}
@@ -155,7 +159,7 @@ func TestDetectTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-	if lines[0] != "timestamp,value,forecast,lower,upper,z,p" {
+	if lines[0] != "timestamp,value,forecast,lower,upper,z,p,prob" {
 		t.Fatalf("header = %q", lines[0])
 	}
 	// Warm-up points are not judged; most of the series is.
@@ -171,6 +175,13 @@ func TestDetectTrace(t *testing.T) {
 	fmt.Sscan(last[5], &z)
 	if upper >= 500 || z < 10 {
 		t.Errorf("far point: upper %g, z %g; want it beyond the band with z >= 10", upper, z)
+	}
+	var prob float64
+	if _, err := fmt.Sscan(last[7], &prob); err != nil || prob < 0 || prob > 1e-3 {
+		t.Errorf("far point: prob %q; want a probability under 1e-3", last[7])
+	}
+	if !strings.Contains(out.String(), " prob=") {
+		t.Errorf("alert lines carry no prob=: %q", out.String())
 	}
 	err = detectCmd(context.Background(), []string{"--csv", in, "--trace", filepath.Join(dir, "no", "such", "dir.csv")}, func(string) string { return "" }, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error(), "--trace") {

@@ -269,7 +269,7 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 	}
 	if cfg.PrometheusURL == "" && len(targets) == 0 {
 		log.Info("no --prometheus-url and no --targets: starting the demo cluster and back-filling a week of history")
-		cluster = demo.New(sim.Options{})
+		cluster = demo.New(demo.Options())
 		topts.Demo = cluster
 	}
 	began := time.Now()

@@ -97,6 +97,12 @@ type DetectorOptions struct {
 	// Zero or negative (the default) turns the rule off: on the public
 	// labelled sets it trades recall for precision (README).
 	FalsePerDay float64
+	// MaxProb, when positive, lets a run alert only when its probability
+	// under the series' own record (Alert.Prob, a conformal p-value) is at
+	// most MaxProb: for a series behaving as in its record, at most a
+	// share MaxProb of its runs long enough to alert would. Zero (the
+	// default) turns the rule off.
+	MaxProb float64
 	// Model configures the fits. Its AbsFloor, when zero, comes from the
 	// metric's unit.
 	Model Options
@@ -200,7 +206,12 @@ type Alert struct {
 	// day (see DetectorOptions.FalsePerDay): the chance of one in a day
 	// of normal operation, for rates well below 1; 0 when not judged
 	// (FalsePerDay off).
-	P       float64
+	P float64
+	// Prob is the probability of a run as deep as the alerting one under
+	// the series' own record of forecast errors (a conformal p-value,
+	// calibrated whatever the shape of the noise; see runProb), set on
+	// Firing events; the normal model's while the record is young.
+	Prob    float64
 	Message string
 }
 
@@ -359,6 +370,9 @@ type Band struct {
 	// to (Alert.P), NaN when the point is in no run, was not judged or
 	// FalsePerDay is off.
 	P float64
+	// Prob is Alert.Prob of the run this point belongs to, NaN when the
+	// point is in no run in the bad direction long enough to alert.
+	Prob float64
 }
 
 // LastBand returns how the metric's latest point was judged; false when no
@@ -452,14 +466,17 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	if se > 0 {
 		z = (v - f) / se
 	}
-	st.band = Band{At: at, Value: v, Forecast: f, Lower: lo, Upper: hi, Z: z, P: math.NaN()}
+	st.band = Band{At: at, Value: v, Forecast: f, Lower: lo, Upper: hi, Z: z, P: math.NaN(), Prob: math.NaN()}
 	mk := func(state State, start int64, dir metrics.Direction, msg string) Alert {
-		p := 0.0
+		p, prob := 0.0, 0.0
 		if state == Firing && !math.IsNaN(st.runP) {
 			p = st.runP
 		}
+		if state == Firing && !math.IsNaN(st.band.Prob) {
+			prob = st.band.Prob
+		}
 		return Alert{Scope: d.opts.Scope, Metric: metric, State: state, Start: time.Unix(start, 0).UTC(),
-			At: at, Value: v, Forecast: f, Lower: lo, Upper: hi, Direction: dir, Z: z, P: p, Message: msg}
+			At: at, Value: v, Forecast: f, Lower: lo, Upper: hi, Direction: dir, Z: z, P: p, Prob: prob, Message: msg}
 	}
 
 	// Persistent departures on one side are level shifts, in either
@@ -516,7 +533,10 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 			st.runP = d.runRate(st, hw)
 			st.band.P = st.runP
 		}
-		if d.qualifies(st) && d.notEcho(st, z) && !d.isRoutine(st, sec, hw) && d.improbable(st) {
+		if bad && d.qualifies(st) {
+			st.band.Prob = d.runProb(st, hw)
+		}
+		if d.qualifies(st) && d.notEcho(st, z) && !d.isRoutine(st, sec, hw) && d.improbable(st) && d.rareEnough(st) {
 			st.firing, st.inRun = true, 0
 			return mk(Firing, st.badStart, st.alertDir, ""), true
 		}

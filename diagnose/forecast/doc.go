@@ -14,7 +14,13 @@
 // are in wall-clock time (UTC), so the sampling interval does not matter,
 // and the weekend terms (a level and 4 daily pairs on Saturdays and
 // Sundays, once the history covers a week) let the weekend day have its
-// own shape. Values are standardised by their median and MAD, histories of
+// own shape. The cycles are found, not assumed (season.go): from three
+// days of history on, they are fitted only when the hourly medians,
+// less a day-wide moving average (the trend), correlate with themselves
+// a day later, significantly (3/sqrt(pairs)) and materially (0.1, a
+// tenth of the variance), at any sampling interval up to a few hours;
+// without a daily cycle the model is the trend and steps alone, and the
+// standard error is not read per hour of day. Values are standardised by their median and MAD, histories of
 // more than MaxRows (1,500) samples are reduced to medians of equal time
 // bins weighted by their counts, and the coefficients are estimated by
 // ridge-regularised least squares (Gaussian priors in standard units:
@@ -73,6 +79,15 @@
 // half of the last seven (a nightly job, too narrow for the Fourier
 // terms), does not alert, and a deeper one does; Stats.Routine counts
 // them.
+//
+// Every run long enough to alert carries Alert.Prob (Band.Prob in the
+// trace): the probability of a run as deep under the series' own record
+// of forecast errors, a conformal p-value, (1 + record windows of as many
+// points at least as deep) / (1 + windows), calibrated whatever the
+// shape of the noise (zero-inflated counts, bursts of every size), from
+// 1 down to about 2.5e-4 with a full record, and the normal model's
+// probability while the record covers less than a day. With MaxProb set
+// (off by default), a run alerts only when Prob is at most MaxProb.
 //
 // With FalsePerDay set (off by default), a run also has to be rare in
 // the series' own record: the depth of a run of k points is its

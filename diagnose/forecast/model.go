@@ -163,6 +163,7 @@ type Model struct {
 	beta     []float64
 	sigma    float64      // robust residual standard error
 	hourly   *[24]float64 // per hour-of-day standard error, when known
+	cyclic   bool         // a seasonal model whose history showed a daily cycle
 	n        int
 	from, to time.Time
 }
@@ -181,8 +182,12 @@ func (m *Model) Span() (from, to time.Time) { return m.from, m.to }
 
 // String describes the model in one line.
 func (m *Model) String() string {
+	kind := string(m.kind)
+	if m.kind == KindSeasonal && !m.cyclic {
+		kind += " (no daily cycle found)"
+	}
 	return fmt.Sprintf("%s model on %d samples (%s .. %s), sigma %.4g",
-		m.kind, m.n, m.from.UTC().Format(time.RFC3339), m.to.UTC().Format(time.RFC3339), m.sigma)
+		kind, m.n, m.from.UTC().Format(time.RFC3339), m.to.UTC().Format(time.RFC3339), m.sigma)
 }
 
 // Predict returns the forecast at t and the band around it. The band is
@@ -380,9 +385,14 @@ func fitSorted(pts []point, opts Options) *Model {
 	switch {
 	case span >= 2*86400:
 		m.kind = KindSeasonal
-		m.daily, m.weekly = opts.DailyOrder, opts.WeeklyOrder
-		if span >= 7*86400 {
-			m.weekend = min(opts.WeekendOrder, opts.DailyOrder)
+		// The cycles are fitted only when the history shows a daily
+		// one (season.go); the weekly terms and the weekend's own
+		// shape refine a daily cycle and go with it.
+		if m.cyclic, _ = periodic(pts, 86400); m.cyclic {
+			m.daily, m.weekly = opts.DailyOrder, opts.WeeklyOrder
+			if span >= 7*86400 {
+				m.weekend = min(opts.WeekendOrder, opts.DailyOrder)
+			}
 		}
 		for i := 1; i <= opts.Changepoints; i++ {
 			m.cps = append(m.cps, opts.ChangepointRange*float64(i)/float64(opts.Changepoints+1))
@@ -585,7 +595,7 @@ func (m *Model) residualScale(pts []point) {
 		res[i] = p.v - m.mean(p.t, buf[:])
 	}
 	m.sigma = tailScale(res, median(res))
-	if pts[len(pts)-1].t-pts[0].t < 2*86400 || m.sigma == 0 {
+	if pts[len(pts)-1].t-pts[0].t < 2*86400 || m.sigma == 0 || m.daily == 0 {
 		return
 	}
 	var byHour [24][]float64

@@ -187,23 +187,23 @@ func (r *ring) errors() []float64 {
 	return out
 }
 
-// runRate is how many runs as deep as the current one over its last
-// points (at most maxRunPoints) the series made a day in its record, or,
-// before the record has enough episodes, the rate the normal model gives
-// runs of that depth at the series' sampling interval.
-func (d *Detector) runRate(st *seriesState, hw float64) float64 {
-	k := min(len(st.runZ), maxRunPoints)
-	if k == 0 || st.interval <= 0 {
-		return math.NaN()
+// runDepth returns the current run's last k points (at most
+// maxRunPoints), its side (+1 up, -1 down, 0 either, for a run that swung
+// across the band) and its depth m: its shallowest point's distance from
+// the forecast on that side. k is 0 when there is no run.
+func (st *seriesState) runDepth() (k, side int, m float64) {
+	k = min(len(st.runZ), maxRunPoints)
+	if k == 0 {
+		return 0, 0, 0
 	}
-	side := 1
+	side = 1
 	if st.alertDir == metrics.Down {
 		side = -1
 	}
 	if st.swung {
 		side = 0
 	}
-	m := math.Inf(1)
+	m = math.Inf(1)
 	for _, z := range st.runZ[len(st.runZ)-k:] {
 		switch side {
 		case 1:
@@ -213,6 +213,18 @@ func (d *Detector) runRate(st *seriesState, hw float64) float64 {
 		default:
 			m = math.Min(m, math.Abs(z))
 		}
+	}
+	return k, side, m
+}
+
+// runRate is how many runs as deep as the current one over its last
+// points (at most maxRunPoints) the series made a day in its record, or,
+// before the record has enough episodes, the rate the normal model gives
+// runs of that depth at the series' sampling interval.
+func (d *Detector) runRate(st *seriesState, hw float64) float64 {
+	k, side, m := st.runDepth()
+	if k == 0 || st.interval <= 0 {
+		return math.NaN()
 	}
 	perDay := 86400 / float64(st.interval)
 	e := st.record.errors()
@@ -227,6 +239,44 @@ func (d *Detector) runRate(st *seriesState, hw float64) float64 {
 	return normalRunProb(m*d.opts.Model.withDefaults().Z/hw, k, side == 0) * perDay
 }
 
+// runProb is the probability of a run as deep as the current one under
+// the series' own record: of the record's windows of as many points on
+// the run's side, the share at least as deep, counted as a conformal
+// p-value, (1 + windows as deep) / (1 + windows). For a series that
+// behaves as its record did, P(prob <= a) <= a for every a, whatever the
+// shape of its noise (zero-inflated, bursty, heavy-tailed), so the number
+// is calibrated where the band's normal z is not; it cannot go below
+// 1 / (1 + windows), about 2.5e-4 with a full record. Before the record
+// covers minRecordDays, it is the normal model's probability of the run
+// (the band's half-width hw is Z standard errors), which is not
+// calibrated for such series.
+func (d *Detector) runProb(st *seriesState, hw float64) float64 {
+	k, side, m := st.runDepth()
+	if k == 0 || st.interval <= 0 {
+		return math.NaN()
+	}
+	e := st.record.errors()
+	if float64(len(e))*float64(st.interval)/86400 >= minRecordDays {
+		return conformalP(runDepths(e, k, side), m)
+	}
+	if hw <= 0 {
+		return 1
+	}
+	return normalRunProb(m*d.opts.Model.withDefaults().Z/hw, k, side == 0)
+}
+
+// conformalP is the conformal p-value of x among past scores: (1 + the
+// scores at least x) / (1 + the scores).
+func conformalP(scores []float64, x float64) float64 {
+	ge := 0
+	for _, s := range scores {
+		if s >= x {
+			ge++
+		}
+	}
+	return float64(1+ge) / float64(1+len(scores))
+}
+
 // improbable reports whether the current run's rate is within the
 // false-alert budget, FalsePerDay. It counts each probable run once.
 func (d *Detector) improbable(st *seriesState) bool {
@@ -234,6 +284,20 @@ func (d *Detector) improbable(st *seriesState) bool {
 		return true
 	}
 	if st.runP <= d.opts.FalsePerDay {
+		return true
+	}
+	if !st.probable {
+		st.stats.Probable++
+		st.probable = true
+	}
+	return false
+}
+
+// rareEnough reports whether the current run's probability under the
+// series' record is within MaxProb. It counts each probable run once, as
+// improbable does.
+func (d *Detector) rareEnough(st *seriesState) bool {
+	if d.opts.MaxProb <= 0 || math.IsNaN(st.band.Prob) || st.band.Prob <= d.opts.MaxProb {
 		return true
 	}
 	if !st.probable {

@@ -140,3 +140,84 @@ func TestDetectorIntermittentBursts(t *testing.T) {
 		t.Errorf("rule on: %d routine bursts alerted in the last two weeks (want at most a third of the %d with it off), deep burst alerted %v (want true)", lateOn, lateOff, deepOn)
 	}
 }
+
+func TestConformalP(t *testing.T) {
+	scores := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9}
+	cases := []struct {
+		x, want float64
+	}{
+		{0, 1},          // every score as high
+		{5, 6.0 / 10},   // 5..9
+		{9, 2.0 / 10},   // 9 itself
+		{100, 1.0 / 10}, // beyond every score: the floor
+	}
+	for _, tc := range cases {
+		if got := conformalP(scores, tc.x); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("conformalP(%g) = %g, want %g", tc.x, got, tc.want)
+		}
+	}
+	if got := conformalP(nil, 3); got != 1 {
+		t.Errorf("conformalP with no scores = %g, want 1", got)
+	}
+}
+
+// TestRunProbOfBursts: on a zero-inflated series whose normal bursts are
+// far outside any band, Prob is calibrated (over the judged points, a
+// value at most a comes at most a share a of the time) and a burst far
+// beyond the series' own bursts gets the smallest probability the record
+// can give.
+func TestRunProbOfBursts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 3))
+	const step = 5 * time.Minute
+	n := 8 * 288
+	var s []metrics.Sample
+	for i := 0; i < n; i++ {
+		v := 0.0
+		if rng.Float64() < 0.02 { // a burst every four hours or so
+			v = float64(5 + rng.IntN(20))
+		}
+		s = append(s, metrics.Sample{T: t0.Add(time.Duration(i) * step), V: v})
+	}
+	big := n - 10
+	s[big].V, s[big+1].V = 400, 400
+	d := NewDetector(DetectorOptions{For: 3 * time.Minute})
+	judged, small, bursts := 0, map[float64]int{}, 0
+	bigProb := math.NaN()
+	for i, p := range s {
+		d.Observe("errors", p.T, p.V)
+		b, ok := d.LastBand("errors")
+		if !ok || !b.At.Equal(p.T) || i < 3*288 {
+			continue
+		}
+		if i == big {
+			bigProb = b.Prob
+			continue
+		}
+		if i > big {
+			continue
+		}
+		judged++
+		if math.IsNaN(b.Prob) {
+			continue
+		}
+		bursts++
+		for _, a := range []float64{0.001, 0.01, 0.05} {
+			if b.Prob <= a {
+				small[a]++
+			}
+		}
+	}
+	if bursts < 20 {
+		t.Fatalf("%d judged bursts, want more", bursts)
+	}
+	for _, a := range []float64{0.001, 0.01, 0.05} {
+		// Allow three binomial standard deviations of the count.
+		limit := a*float64(judged) + 3*math.Sqrt(a*float64(judged)) + 1
+		if float64(small[a]) > limit {
+			t.Errorf("%d of %d judged points at prob <= %g, want at most %.0f", small[a], judged, a, limit)
+		}
+	}
+	if !(bigProb > 0 && bigProb <= 1e-3) {
+		t.Errorf("burst 20 times the usual: prob %g, want under 1e-3", bigProb)
+	}
+}

@@ -37,7 +37,7 @@ func (d *Diagnoser) Calls() int {
 func EvictionDiagnosis() diagnose.Diagnosis {
 	return diagnose.Diagnosis{
 		RootCause:  metrics.CauseKVCacheEviction,
-		Title:      "KV-cache eviction storm",
+		Title:      metrics.CauseTitle(metrics.CauseKVCacheEviction),
 		Confidence: 0.86,
 		Severity:   diagnose.SeverityCritical,
 		Candidates: []diagnose.Candidate{

@@ -1,5 +1,7 @@
-// Package archtest holds the test that keeps Casebook's package layering
-// as DESIGN.md draws it: data flows one way (source -> telemetry ->
-// snapshot -> diagnose -> incident -> store -> views), and nothing imports
-// the HTTP layer or the command. It has no code of its own.
+// Package archtest holds the tests that keep Casebook's architecture as
+// DESIGN.md draws it: the package layering, where data flows one way
+// (source -> telemetry -> snapshot -> diagnose -> incident -> store ->
+// views) and nothing imports the HTTP layer or the command; and one home
+// for URLs, where no source file outside internal/route builds a link to
+// a console route by hand. It has no code of its own.
 package archtest

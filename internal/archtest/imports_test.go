@@ -50,6 +50,7 @@ func anyOf(prefixes ...string) func(string) bool {
 
 var rules = []rule{
 	{"metrics", false, "the catalog and snapshot types have no dependencies", only()},
+	{"internal/route", false, "route names and patterns are a leaf that every layer links with", only()},
 	{"diagnose", true, "diagnosis is pure functions over metrics types", only("metrics", "internal", "gonum.org/v1/gonum")},
 	{"store", false, "the archive knows only metrics types", only("metrics", "github.com/mattn/go-sqlite3")},
 	{"views", false, "templates render view models; they do not reach the HTTP layer or the archive", anyOf("github.com/labstack/echo", "store")},
@@ -131,6 +132,7 @@ func TestImportRulesCatchViolations(t *testing.T) {
 		{"store", "github.com/casebook/casebook/cmd/casebook", "nothing imports the command"},
 		{"handlers", "github.com/casebook/casebook/web", "only the command assembles"},
 		{"metrics", "gonum.org/v1/gonum/mat", "no dependencies"},
+		{"internal/route", "github.com/labstack/echo/v4", "a leaf"},
 	}
 	for _, tc := range tests {
 		pkgs := map[string][]string{}

@@ -1,9 +1,12 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // Prometheus starts a real Prometheus with the given configuration file
@@ -17,12 +20,35 @@ func Prometheus(t testing.TB, config string) *Process {
 // components that must know its URL before it starts.
 func StartPrometheusOnPort(t testing.TB, config string, port int) *Process {
 	t.Helper()
-	bin := LookBinary(t, "prometheus", "prometheus")
 	dir := t.TempDir()
+	return startPrometheus(t, dir, filepath.Join(dir, "data"), config, port)
+}
+
+// PrometheusWithHistory starts a real Prometheus whose storage already
+// holds the samples of an OpenMetrics file (with a timestamp on every
+// sample), turned into TSDB blocks by Debian's promtool (`promtool tsdb
+// create-blocks-from openmetrics`), the way an operator back-fills one.
+func PrometheusWithHistory(t testing.TB, config, openMetricsFile string) *Process {
+	t.Helper()
+	promtool := LookBinary(t, "promtool", "prometheus")
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, promtool, "tsdb", "create-blocks-from", "openmetrics", "--quiet", openMetricsFile, data).CombinedOutput()
+	if err != nil {
+		t.Fatalf("testenv: promtool create-blocks-from openmetrics: %v\n%s", err, lastLines(string(out), 20))
+	}
+	return startPrometheus(t, dir, data, config, FreePort(t))
+}
+
+func startPrometheus(t testing.TB, dir, data, config string, port int) *Process {
+	t.Helper()
+	bin := LookBinary(t, "prometheus", "prometheus")
 	cfg := WriteFile(t, dir, "prometheus.yml", config)
 	return Start(t, "prometheus", bin, port, "/-/ready",
 		"--config.file="+cfg,
-		"--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--storage.tsdb.path="+data,
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
 		"--web.enable-lifecycle",
 	)

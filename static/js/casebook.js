@@ -1,5 +1,6 @@
 // Casebook console script: local-time labels, chart hover read-outs,
-// drag-to-zoom (rewrites only the URL's from/to) and optional live refresh.
+// drag-to-zoom (rewrites only the URL's from/to), optional live refresh,
+// reviews saved in place and the review queue's keyboard shortcuts.
 // Pages work without it.
 (function () {
   "use strict";
@@ -186,9 +187,166 @@
     }, 30000);
   }
 
+  // Reviews. The review and note forms post and redirect without the
+  // script; with it they are sent with fetch and the page stays put.
+  var NAME = "casebook.reviewer";
+  function rememberName(root) {
+    var saved = window.localStorage.getItem(NAME) || "";
+    var fields = root.querySelectorAll('input[name="by"]');
+    fields.forEach(function (el) {
+      if (!el.value && saved) el.value = saved;
+      el.addEventListener("change", function () {
+        var v = el.value.trim();
+        window.localStorage.setItem(NAME, v);
+        fields.forEach(function (o) { if (o !== el) o.value = v; });
+      });
+    });
+  }
+
+  function post(form, submitter) {
+    var body = new URLSearchParams(new FormData(form, submitter));
+    return fetch(form.action, { method: "POST", body: body, headers: { Accept: "application/json" }, credentials: "same-origin" })
+      .then(function (r) {
+        return r.json().catch(function () { return {}; }).then(function (j) {
+          if (!r.ok) throw new Error(j.message || j.error || "the server answered " + r.status);
+          return j;
+        });
+      });
+  }
+
+  function setupReview(bar) {
+    var state = bar.querySelector(".review-state");
+    bar.querySelectorAll("form[data-review-form]").forEach(function (form) {
+      form.addEventListener("submit", function (ev) {
+        ev.preventDefault();
+        if (bar.classList.contains("saving")) return;
+        bar.classList.add("saving");
+        post(form, ev.submitter).then(function (j) {
+          bar.setAttribute("data-verdict", j.verdict);
+          state.textContent = j.state;
+          state.classList.remove("review-error");
+          var d = bar.querySelector("details[open]");
+          if (d) d.open = false;
+          var facts = document.querySelector('[data-testid="incident-verdict"]');
+          if (facts && bar.closest('[data-testid="answer"]')) {
+            facts.textContent = j.state;
+            facts.setAttribute("data-verdict", j.verdict);
+          }
+          bar.dispatchEvent(new CustomEvent("casebook:reviewed", { bubbles: true, detail: j }));
+        }).catch(function (e) {
+          state.textContent = "Not saved: " + e.message;
+          state.classList.add("review-error");
+        }).finally(function () { bar.classList.remove("saving"); });
+      });
+    });
+  }
+
+  function setupNote(form) {
+    form.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      var box = form.querySelector('input[name="body"]');
+      post(form, ev.submitter).then(function () {
+        var d = form.closest("details");
+        if (d) {
+          d.open = false;
+          d.querySelector("summary").textContent = "Note saved: " + box.value.slice(0, 60);
+        }
+        box.value = "";
+      }).catch(function (e) { box.setCustomValidity("Not saved: " + e.message); box.reportValidity(); });
+    });
+  }
+
+  function leftText(n) {
+    if (n === 0) return "Nothing left to review from the last 7 days";
+    return n + (n === 1 ? " incident" : " incidents") + " of the last 7 days left to review";
+  }
+
+  // The queue's keys: j/k move, c correct, w then a number wrong with that
+  // cause, n note, Enter opens the incident.
+  function setupQueue(list) {
+    var items = function () { return Array.prototype.slice.call(list.querySelectorAll('[data-testid="queue-item"]')); };
+    var cur = 0, digits = null, timer = 0, noteField = null;
+    function select(i) {
+      var its = items();
+      if (!its.length) return;
+      cur = Math.max(0, Math.min(its.length - 1, i));
+      its.forEach(function (el, k) { el.classList.toggle("current", k === cur); });
+      its[cur].focus({ preventScroll: true });
+      its[cur].scrollIntoView({ block: "nearest" });
+    }
+    function pick(force) {
+      window.clearTimeout(timer);
+      var it = items()[cur], buttons = it.querySelectorAll("[data-cause-n]"), n = +digits;
+      if (!digits) return;
+      if (n < 1 || n > buttons.length) { digits = ""; return; }
+      if (force || n * 10 > buttons.length) {
+        digits = null;
+        buttons[n - 1].click();
+      } else {
+        timer = window.setTimeout(function () { pick(true); }, 900);
+      }
+    }
+    list.addEventListener("casebook:reviewed", function (ev) {
+      var it = ev.target.closest('[data-testid="queue-item"]');
+      if (!it || it.classList.contains("done")) return;
+      it.classList.add("done");
+      var total = document.querySelector("[data-total]");
+      if (total) {
+        total.setAttribute("data-total", Math.max(0, +total.getAttribute("data-total") - 1));
+        total.textContent = total.getAttribute("data-total") + " unreviewed in all";
+      }
+      var left = document.querySelector("[data-left]");
+      if (left && it.hasAttribute("data-recent")) {
+        var n = Math.max(0, +left.getAttribute("data-left") - 1);
+        left.setAttribute("data-left", n);
+        left.textContent = leftText(n);
+      }
+      select(items().indexOf(it) + 1);
+    });
+    document.addEventListener("keyup", function () {
+      if (noteField) { noteField.focus(); noteField = null; }
+    });
+    document.addEventListener("keydown", function (ev) {
+      if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+      var t = ev.target;
+      if (t.closest && t.closest("input, textarea, select")) {
+        if (ev.key === "Escape") t.blur();
+        return;
+      }
+      if (ev.key === "Enter" && t.closest && t.closest("button, a, summary")) return;
+      var it = items()[cur];
+      if (!it) return;
+      if (digits !== null) {
+        if (/^[0-9]$/.test(ev.key)) { digits += ev.key; ev.preventDefault(); pick(false); return; }
+        if (ev.key === "Enter") { ev.preventDefault(); pick(true); return; }
+        digits = null;
+        if (ev.key === "Escape") { it.querySelector("details.review-wrong").open = false; return; }
+      }
+      switch (ev.key) {
+        case "j": select(cur + 1); break;
+        case "k": select(cur - 1); break;
+        case "c": it.querySelector('[data-testid="review-correct"]').click(); break;
+        case "w": it.querySelector("details.review-wrong").open = true; digits = ""; break;
+        case "n":
+          var d = it.querySelector("details.queue-note");
+          d.open = true;
+          noteField = d.querySelector('input[name="body"]'); // focused on key up, so "n" is not typed into it
+          break;
+        case "Enter": window.location.assign(it.querySelector('[data-testid="queue-link"]').href); break;
+        default: return;
+      }
+      ev.preventDefault();
+    });
+    select(0);
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     localTimes(document);
     setupCharts(document);
     setupRefresh();
+    rememberName(document);
+    document.querySelectorAll("[data-review]").forEach(setupReview);
+    document.querySelectorAll("form[data-note-form]").forEach(setupNote);
+    document.querySelectorAll("[data-review-queue]").forEach(setupQueue);
   });
 })();

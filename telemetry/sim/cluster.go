@@ -29,6 +29,10 @@ type Options struct {
 	// with its own replicas and tensor-parallel size (FleetPreset); Models,
 	// InstancesPerModel and GPUsPerInstance are then ignored.
 	Deployments []Deployment
+	// ModelDCGMFields overrides DCGMFields for the GPUs of the models it
+	// names (served model names), as in a cluster whose node pools run
+	// dcgm-exporter with different counter files.
+	ModelDCGMFields map[string]DCGMFields
 }
 
 // GatewayPath is where Handler serves the gateway's metrics.
@@ -71,6 +75,7 @@ type model struct {
 	gwReps    int          // gateway replicas in the path (0: 1)
 	noise     float64      // slow load fluctuation, log scale
 	rng       *rand.Rand
+	dcgm      DCGMFields // the counter set of its GPUs' dcgm-exporter
 }
 
 // New builds a cluster with defaults filled in.
@@ -93,18 +98,24 @@ func New(opts Options) *Cluster {
 	c := &Cluster{seed: opts.Seed, now: opts.Start.UTC(), step: subStep, dcgm: opts.DCGMFields}
 	for _, d := range opts.Deployments {
 		c.addModel(d.Spec, max(d.Replicas, 1), max(d.TP, 1))
+		if f, ok := opts.ModelDCGMFields[d.Spec.Name]; ok && f != "" {
+			c.models[len(c.models)-1].dcgm = f
+		}
 	}
 	if len(opts.Deployments) > 0 {
 		return c
 	}
 	for i := range opts.Models {
 		c.addModel(modelSpec(i), opts.InstancesPerModel, opts.GPUsPerInstance)
+		if f, ok := opts.ModelDCGMFields[c.models[i].spec.Name]; ok && f != "" {
+			c.models[i].dcgm = f
+		}
 	}
 	return c
 }
 
 func (c *Cluster) addModel(spec ModelSpec, reps, tp int) {
-	m := &model{spec: spec, index: len(c.models), baseReps: reps, cfg: defaultConfig(spec, tp, reps),
+	m := &model{spec: spec, index: len(c.models), baseReps: reps, cfg: defaultConfig(spec, tp, reps), dcgm: c.dcgm,
 		rng: rand.New(rand.NewPCG(uint64(c.seed), uint64(1000+len(c.models))))}
 	c.models = append(c.models, m)
 	for range reps {
@@ -320,7 +331,7 @@ func (c *Cluster) emitAll(t time.Time, emit func(Sample) error) error {
 	for _, m := range c.models {
 		for _, in := range m.instances {
 			for _, kind := range []pageKind{pageEngine, pageGPU} {
-				if err := in.page(kind, c.dcgm).emit(t, emit); err != nil {
+				if err := in.page(kind, m.dcgm).emit(t, emit); err != nil {
 					return err
 				}
 			}

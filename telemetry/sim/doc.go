@@ -12,7 +12,9 @@
 // instance a vLLM /metrics page (Python prometheus_client formatting) and a
 // dcgm-exporter /metrics page (Kubernetes-mode labels, %f values), plus one
 // gateway page with gateway_request_duration_seconds and
-// gateway_requests_total. Backfill emits the same series as samples.
+// gateway_requests_total. Backfill emits the same series as samples;
+// WriteOpenMetrics writes them as a Prometheus scrape of PrometheusConfigFor
+// would have stored them, for `promtool tsdb create-blocks-from openmetrics`.
 // Options.Deployments sets each model's replicas and tensor-parallel size
 // instead; FleetPreset is a 500-engine, 1,000-GPU fleet of 40 models.
 //
@@ -106,7 +108,12 @@
 //     and the GPUs idle between steps.
 //   - transport_latency: the primary gateway's congested hop adds delay
 //     after the engine.
-//   - engine_errors: requests fail or abort (XID 43 when severe).
+//   - engine_errors: the engine fails requests (finished_reason="error",
+//     answered 500); when severe, an XID 43 takes the engine core down
+//     again and again, and while it restarts the API server answers 5xx
+//     to requests the engine never finishes (http_requests_total only).
+//     Client aborts stay at their small healthy share: vLLM counts a
+//     cancelled request as finished_reason="abort", not as an error.
 //   - host_overhead: CPU-side time per engine step grows by 4 to 18 ms.
 //
 // Throttling, the memory and bandwidth co-tenants and engine errors belong
@@ -120,7 +127,8 @@
 // num_gpu_blocks, ...), and /engines/<pod>/v1/models reports max_model_len;
 // the other settings are visible to the simulator's callers only.
 // Options.DCGMFields chooses dcgm-exporter's default counter file (no
-// DCGM_FI_PROF_* fields) or the profiling one, and PrometheusConfigFor
+// DCGM_FI_PROF_* fields) or the profiling one (ModelDCGMFields per model),
+// and PrometheusConfigFor
 // writes a scrape configuration with static or ServiceMonitor-style labels
 // (exported_pod). Drain moves
 // instances to fresh nodes, Route sets the router's weight of an instance,

@@ -24,8 +24,8 @@ type physics struct {
 	maxSeqs       int       // cap on max_num_seqs from a misconfiguration (0: none)
 	netDelayS     float64   // added gateway/network delay, seconds
 	gwBaseS       float64   // the healthy path's own time outside the engine, seconds
-	errorProb     float64   // added probability that a request fails
-	abortProb     float64   // added probability that a request is aborted
+	errorProb     float64   // added probability that the engine fails a request (finished_reason="error")
+	apiFail       float64   // share of arrivals the API server answers 5xx itself: the engine core is down
 	xid           float64   // last XID error raised
 	hotGPU        int       // GPU index that takes the full thermal fault (-1: all)
 }
@@ -78,6 +78,10 @@ type counters struct {
 	drafts, draftTokens, accepted   float64
 	acceptedPos                     []float64
 	gatewayRequests                 float64
+	// api5xx counts requests the API server answered 5xx without the
+	// engine finishing them (a dead engine core): they reach no
+	// finished_reason, only http_requests_total.
+	api5xx float64
 }
 
 var finishReasons = [5]string{"stop", "length", "abort", "error", "repetition"}
@@ -308,6 +312,11 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 		s2 := math.Log(1 + (1+spec.Burstiness*(fanoAt(tr, dt)-1))/mean)
 		arr = lambda * math.Exp(math.Sqrt(s2)*in.rng.NormFloat64()-s2/2)
 	}
+	// While the engine core is down, the API server fails requests at
+	// once (vLLM's EngineDeadError answers 500); the engine never sees them.
+	arrived := arr
+	arr *= 1 - ph.apiFail
+	in.cnt.api5xx += (arrived - arr) * dt
 
 	// The running batch follows arrivals with a lag of about one service
 	// time, so short steps do not turn every burst into a batch spike.
@@ -383,8 +392,11 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 
 	// Counters.
 	fin := thr * dt
+	// vLLM's finish reasons: "error" is the engine's own request-level
+	// failure (answered 500); "abort" is the client cancelling (a closed
+	// stream or a stop button), a small share whatever the engine does.
 	errP := clamp(0.0002+ph.errorProb, 0, 1)
-	abortP := clamp(0.001+ph.abortProb, 0, 1-errP)
+	abortP := clamp(0.001, 0, 1-errP)
 	lengthP := 0.06
 	if spec.Trace == "code" {
 		lengthP = 0.02
@@ -411,7 +423,7 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 			in.cnt.acceptedPos[i] += drafts * math.Pow(alpha, float64(i+1))
 		}
 	}
-	in.cnt.gatewayRequests += arr * dt
+	in.cnt.gatewayRequests += arrived * dt
 
 	// Interval sums for the histograms.
 	a := &in.acc

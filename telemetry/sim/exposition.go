@@ -19,12 +19,15 @@ const (
 // page is one /metrics document: the series layout, built once, and the
 // latest values in layout order.
 type page struct {
-	kind   pageKind
-	fams   []family
-	keys   []string
-	labels [][]Label
-	texts  []string // name{labels} as exposed
-	vals   []float64
+	kind pageKind
+	// scraped is how many leading labels of each series the page itself
+	// exposes; the rest are the target labels Sample adds.
+	scraped []int
+	fams    []family
+	keys    []string
+	labels  [][]Label
+	texts   []string // name{labels} as exposed
+	vals    []float64
 }
 
 type family struct {
@@ -67,6 +70,7 @@ func (w *walker) add(name string, v float64, kv ...string) {
 			}
 			b.WriteByte('}')
 		}
+		w.p.scraped = append(w.p.scraped, len(ls))
 		ls = append(ls, w.target...)
 		text := b.String()
 		key := text
@@ -273,12 +277,14 @@ func (in *instance) walkEngine(w *walker) {
 		w.add("vllm:request_success_total", math.Floor(in.cnt.success[i]), "engine", "0", "finished_reason", r, "model_name", mn)
 	}
 	// The API server's HTTP counter (prometheus_fastapi_instrumentator,
-	// status codes grouped): an engine error answers 5xx, every other
-	// finished request 2xx. It carries no model_name or engine label.
+	// status codes grouped): an engine error answers 5xx, and so does the
+	// API server itself while the engine core is down; every other
+	// finished request, client aborts included (a stream's 200 was
+	// already sent), 2xx. It carries no model_name or engine label.
 	w.family("http_requests_total", "Total number of requests by method, status and handler.", "counter")
 	ok := in.cnt.success[0] + in.cnt.success[1] + in.cnt.success[2] + in.cnt.success[4]
 	w.add("http_requests_total", math.Floor(ok), "handler", "/v1/chat/completions", "method", "POST", "status", "2xx")
-	w.add("http_requests_total", math.Floor(in.cnt.success[3]), "handler", "/v1/chat/completions", "method", "POST", "status", "5xx")
+	w.add("http_requests_total", math.Floor(in.cnt.success[3]+in.cnt.api5xx), "handler", "/v1/chat/completions", "method", "POST", "status", "5xx")
 	if in.histFams == nil {
 		in.histFams = in.histFamilies()
 	}
@@ -458,7 +464,7 @@ func (c *Cluster) Render(path string, b *bytes.Buffer) bool {
 	for _, m := range c.models {
 		for _, in := range m.instances {
 			if in.name == name {
-				in.page(kind, c.dcgm).render(b)
+				in.page(kind, m.dcgm).render(b)
 				return true
 			}
 		}

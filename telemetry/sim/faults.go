@@ -276,10 +276,14 @@ func applyFault(ph *physics, cause string, s float64, oneInstance, onHost bool, 
 	case metrics.CauseTransportLatency:
 		ph.netDelayS += 0.05 + 1.5*s
 	case metrics.CauseEngineErrors:
+		// Requests fail inside the engine (finished_reason="error");
+		// when severe, a GPU fault (XID 43) takes the engine core down
+		// again and again, and while it restarts the API server answers
+		// 5xx to requests the engine never sees.
 		ph.errorProb += 0.01 + 0.3*s
-		ph.abortProb += 0.05 * s
 		if s > 0.7 {
 			ph.xid = 43
+			ph.apiFail = 0.5 * (s - 0.7) / 0.3
 		}
 	case metrics.CauseHostOverhead:
 		// Tokenizer, scheduler or kernel-launch time on the CPU.

@@ -264,45 +264,62 @@ func (c *Cluster) PrometheusConfig(host string) string {
 func (c *Cluster) PrometheusConfigFor(host string, style ScrapeLabels) string {
 	var b strings.Builder
 	b.WriteString("# Scrape configuration for the Casebook simulated cluster.\nscrape_configs:\n")
-	type target struct {
-		path   string
-		labels [][2]string
-	}
-	job := func(name string, honor bool, ts []target) {
-		fmt.Fprintf(&b, "  - job_name: %s\n    scrape_interval: 5s\n", name)
-		if honor {
+	c.mu.Lock()
+	jobs := c.scrapeJobs(style)
+	c.mu.Unlock()
+	for _, j := range jobs {
+		fmt.Fprintf(&b, "  - job_name: %s\n    scrape_interval: 5s\n", j.name)
+		if j.honor {
 			b.WriteString("    honor_labels: true\n")
 		}
 		b.WriteString("    static_configs:\n")
-		for _, t := range ts {
+		for _, t := range j.targets {
 			fmt.Fprintf(&b, "      - targets: [%q]\n        labels:\n          __metrics_path__: %q\n", host, t.path)
 			for _, l := range t.labels {
-				fmt.Fprintf(&b, "          %s: %q\n", l[0], l[1])
+				fmt.Fprintf(&b, "          %s: %q\n", l.Name, l.Value)
 			}
 		}
 	}
-	var eng, gpu []target
-	c.mu.Lock()
+	return b.String()
+}
+
+// scrapeJob is one job of the scrape configuration: its targets' paths
+// and labels, and whether the scraped labels win a collision with them.
+type scrapeJob struct {
+	name    string
+	honor   bool
+	targets []scrapeTarget
+}
+
+type scrapeTarget struct {
+	path   string
+	labels []Label
+}
+
+// scrapeJobs lays out the scrape configuration of the given style: the
+// engines, the exporters and the gateway. The caller holds c.mu.
+func (c *Cluster) scrapeJobs(style ScrapeLabels) []scrapeJob {
+	var eng, gpu []scrapeTarget
 	for _, m := range c.models {
 		for _, in := range m.instances {
-			et := target{path: "/engines/" + in.name + "/metrics", labels: [][2]string{{"pod", in.name}}}
-			gt := target{path: "/gpus/" + in.name + "/metrics", labels: [][2]string{{"pod", in.name}}}
+			et := scrapeTarget{path: "/engines/" + in.name + "/metrics", labels: []Label{{"pod", in.name}}}
+			gt := scrapeTarget{path: "/gpus/" + in.name + "/metrics", labels: []Label{{"pod", in.name}}}
 			if style == ScrapeLabelsKubernetes {
-				et.labels = append(et.labels, [2]string{"namespace", EngineNamespace})
-				gt.labels = [][2]string{{"pod", "dcgm-exporter-" + in.host}, {"namespace", ExporterNamespace}, {"container", "exporter"}}
+				et.labels = append(et.labels, Label{"namespace", EngineNamespace})
+				gt.labels = []Label{{"pod", "dcgm-exporter-" + in.host}, {"namespace", ExporterNamespace}, {"container", "exporter"}}
 			}
 			eng = append(eng, et)
 			gpu = append(gpu, gt)
 		}
 	}
-	c.mu.Unlock()
-	job("vllm", false, eng)
 	// With static labels the exporter's series keep their native pod
 	// (honor_labels) and the target label keeps each exporter's up series
 	// apart; a ServiceMonitor does not honour them.
-	job("dcgm-exporter", style == ScrapeLabelsStatic, gpu)
-	job("gateway", true, []target{{path: GatewayPath}})
-	return b.String()
+	return []scrapeJob{
+		{name: "vllm", targets: eng},
+		{name: "dcgm-exporter", honor: style == ScrapeLabelsStatic, targets: gpu},
+		{name: "gateway", honor: true, targets: []scrapeTarget{{path: GatewayPath}}},
+	}
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

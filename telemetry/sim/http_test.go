@@ -166,15 +166,22 @@ func TestSetConfigShowsInCacheConfigInfo(t *testing.T) {
 func TestDCGMFieldSets(t *testing.T) {
 	for _, tc := range []struct {
 		fields DCGMFields
+		model  map[string]DCGMFields // per-model override
+		target int                   // which target's GPUs to read
 		wantSM bool
 	}{
-		{DCGMDefault, false},
-		{DCGMProfiling, true},
-		{"", true},
+		{DCGMDefault, nil, 0, false},
+		{DCGMProfiling, nil, 0, true},
+		{"", nil, 0, true},
+		// One model's node pool runs the default counters, the other's
+		// the profiling ones.
+		{"", map[string]DCGMFields{Models[1].Name: DCGMDefault}, 2, false},
+		{"", map[string]DCGMFields{Models[1].Name: DCGMDefault}, 0, true},
+		{DCGMDefault, map[string]DCGMFields{Models[0].Name: DCGMProfiling}, 0, true},
 	} {
-		c := New(Options{Seed: 1, Start: monday, DCGMFields: tc.fields})
+		c := New(Options{Seed: 1, Start: monday, DCGMFields: tc.fields, ModelDCGMFields: tc.model})
 		c.Advance(monday.Add(time.Minute))
-		fams := parsePage(t, c, c.Targets()[0].GPUPath)
+		fams := parsePage(t, c, c.Targets()[tc.target].GPUPath)
 		if _, ok := fams["DCGM_FI_DEV_GPU_UTIL"]; !ok {
 			t.Errorf("%q: DCGM_FI_DEV_GPU_UTIL missing", tc.fields)
 		}
@@ -185,7 +192,7 @@ func TestDCGMFieldSets(t *testing.T) {
 			}
 		}
 		if _, ok := fams["DCGM_FI_PROF_SM_ACTIVE"]; ok != tc.wantSM || (!tc.wantSM && prof > 0) {
-			t.Errorf("%q: SM_ACTIVE present %v, %d profiling families", tc.fields, ok, prof)
+			t.Errorf("%q %v, target %d: SM_ACTIVE present %v, %d profiling families", tc.fields, tc.model, tc.target, ok, prof)
 		}
 	}
 }

@@ -364,8 +364,16 @@ func catalogValues(prev, cur []capture, profiling bool) metrics.Values {
 	if dt := delta(func(c *capture) float64 { return c.cnt.draftTokens }); dt > 0 {
 		v[metrics.RejectionRate] = clamp(1-delta(func(c *capture) float64 { return c.cnt.accepted })/dt, 0, 1)
 	}
-	bad := delta(func(c *capture) float64 { return math.Floor(c.cnt.success[2]) + math.Floor(c.cnt.success[3]) })
-	set(metrics.ErrorRate, bad, finished, 1)
+	// As the catalog reads vLLM: errors are finished_reason="error" only;
+	// client aborts are their own share, and the API server's 5xx include
+	// the requests a dead engine core never finished.
+	set(metrics.ErrorRate, delta(func(c *capture) float64 { return c.cnt.success[3] }), finished, 1)
+	set(metrics.AbortRate, delta(func(c *capture) float64 { return c.cnt.success[2] }), finished, 1)
+	http5xx := delta(func(c *capture) float64 { return c.cnt.success[3] + c.cnt.api5xx })
+	http2xx := delta(func(c *capture) float64 {
+		return c.cnt.success[0] + c.cnt.success[1] + c.cnt.success[2] + c.cnt.success[4]
+	})
+	set(metrics.APIErrorRate, http5xx, http2xx+http5xx, 1)
 	set(metrics.PreemptionRate, delta(func(c *capture) float64 { return c.cnt.preemptions }), window, 1)
 
 	var running, waiting, kv float64

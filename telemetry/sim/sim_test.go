@@ -380,7 +380,7 @@ func TestFaultsMoveTheirPhysicalChain(t *testing.T) {
 		{"slow transport", metrics.CauseTransportLatency, llama, 1,
 			[]move{{metrics.GatewayE2E, 1.5}}, []string{metrics.E2E, metrics.TTFT}},
 		{"engine errors", metrics.CauseEngineErrors, llama, 1,
-			[]move{{metrics.ErrorRate, 10}}, []string{metrics.TPOT}},
+			[]move{{metrics.ErrorRate, 10}, {metrics.APIErrorRate, 10}}, []string{metrics.TPOT}},
 		{"host overhead", metrics.CauseHostOverhead, llama, 1,
 			[]move{{metrics.SMUtil, 0.85}, {metrics.TPOT, 1.5}, {metrics.RunningSeqs, 1.2}}, nil},
 	}
