@@ -21,6 +21,9 @@ type Telemetry interface {
 	Range(ctx context.Context, scope metrics.Scope, ids []string, r metrics.Range) ([]metrics.Series, error)
 	// Snapshot captures the scope at one instant with an hour of history.
 	Snapshot(ctx context.Context, scope metrics.Scope, at time.Time) (metrics.Snapshot, error)
+	// Fleet captures every scope at about one instant, reading the whole
+	// fleet at once; readers within a few seconds share one reading.
+	Fleet(ctx context.Context, at time.Time) (metrics.Fleet, error)
 	// Status reports the health of each metric source.
 	Status() []metrics.SourceStatus
 }

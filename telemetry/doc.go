@@ -113,6 +113,12 @@
 // are dropped so the field is missing rather than wrong; small overshoots of
 // a metric's bounds from rate extrapolation are clamped, large ones dropped.
 //
+// Fleet reads every scope's snapshot at once for the overview: one instant
+// and one range query per catalog metric and aggregation level (by
+// model_name and the instance label, by model_name, or GPUs by the join
+// labels), so the number of queries does not grow with the fleet. A
+// reading is shared by every reader for FleetCacheFor.
+//
 // # Tiers
 //
 // The embedded store is three Prometheus TSDBs: raw samples in

@@ -75,6 +75,7 @@ type Telemetry struct {
 	status  *statusBoard
 	res     resolutions
 	ranges  *rangeCache // settled points of long chart ranges
+	fleet   fleetCache  // the latest reading of every scope (Fleet)
 	// noRecords notes the recorded tiers a remote Prometheus lacks.
 	noRecords recordAbsence
 

@@ -30,6 +30,7 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 	models := fs.Int("models", 2, "number of models")
 	instances := fs.Int("instances", 2, "instances (replicas) per model")
 	gpus := fs.Int("gpus", 2, "GPUs per instance (tensor parallel)")
+	fleet := fs.Bool("fleet", false, "serve the fleet preset instead: 40 models of four sizes on TP 1, 2 and 4 with 4 to 48 replicas each, 500 engines on 1,000 GPUs (excludes --models, --instances, --gpus)")
 	scenarios := fs.Int("scenarios", 0, "write this many labelled cases as JSON Lines and exit")
 	out := fs.String("out", "-", "file for --scenarios (- = stdout)")
 	world := fs.String("world", "sim", "which generator writes --scenarios: sim (the simulated cluster) or second (the independent second world)")
@@ -87,7 +88,14 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 		return writeScenarios(cases, *out, stdout)
 	}
 
-	c := sim.New(sim.Options{Models: *models, InstancesPerModel: *instances, GPUsPerInstance: *gpus, Seed: *seed, DCGMFields: fields, Engines: served})
+	opts := sim.Options{Models: *models, InstancesPerModel: *instances, GPUsPerInstance: *gpus, Seed: *seed, DCGMFields: fields, Engines: served}
+	if *fleet {
+		if set := setFlags(fs, "models", "instances", "gpus"); len(set) > 0 {
+			return fmt.Errorf("%w: simulate: --fleet sets the models itself; drop --%s", errUsage, set[0])
+		}
+		opts.Deployments = sim.FleetPreset()
+	}
+	c := sim.New(opts)
 	var names []string
 	for _, t := range c.Targets() {
 		if len(names) == 0 || names[len(names)-1] != t.Model {
@@ -135,6 +143,19 @@ func simulateCmd(ctx context.Context, args []string, env func(string) string, st
 		}
 		return fmt.Errorf("simulate: serve: %w", err)
 	}
+}
+
+// setFlags returns which of the named flags were given on the command line.
+func setFlags(fs *flag.FlagSet, names ...string) []string {
+	var out []string
+	fs.Visit(func(f *flag.Flag) {
+		for _, n := range names {
+			if f.Name == n {
+				out = append(out, n)
+			}
+		}
+	})
+	return out
 }
 
 func writeScenarios(generate func() ([]metrics.Case, error), path string, stdout io.Writer) (err error) {

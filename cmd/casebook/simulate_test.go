@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/casebook/casebook/metrics"
@@ -59,5 +60,14 @@ func TestSimulateCorpusFieldSets(t *testing.T) {
 		if err := simulateCmd(context.Background(), args, env, &stdout, &stderr); err == nil {
 			t.Errorf("simulate %q accepted", args)
 		}
+	}
+}
+
+func TestSimulateFleetExcludesShapeFlags(t *testing.T) {
+	env := func(string) string { return "" }
+	var stdout, stderr bytes.Buffer
+	err := simulateCmd(context.Background(), []string{"--fleet", "--models", "3", "--listen", "127.0.0.1:0"}, env, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "--models") {
+		t.Errorf("simulate --fleet --models 3: err = %v, want a usage error naming --models", err)
 	}
 }

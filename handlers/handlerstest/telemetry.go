@@ -313,3 +313,24 @@ func (t *Telemetry) Snapshot(ctx context.Context, s metrics.Scope, at time.Time)
 func (t *Telemetry) Status() []metrics.SourceStatus {
 	return append([]metrics.SourceStatus(nil), t.status...)
 }
+
+// Fleet implements handlers.Telemetry: every scope's Snapshot, and two
+// GPUs per instance.
+func (t *Telemetry) Fleet(ctx context.Context, at time.Time) (metrics.Fleet, error) {
+	scopes, err := t.Scopes(ctx)
+	if err != nil {
+		return metrics.Fleet{}, err
+	}
+	f := metrics.Fleet{At: at, GPUs: map[metrics.Scope]int{}}
+	for _, s := range scopes {
+		snap, err := t.Snapshot(ctx, s, at)
+		if err != nil {
+			return metrics.Fleet{}, err
+		}
+		f.Snapshots = append(f.Snapshots, snap)
+		if s.Instance != "" {
+			f.GPUs[s] = 2
+		}
+	}
+	return f, nil
+}

@@ -30,6 +30,10 @@ type Options struct {
 	// everywhere. Each engine's /metrics page carries its own names,
 	// labels, buckets and semantics (see EngineOf).
 	Engines []metrics.Engine
+	// Deployments, when set, are the models the cluster serves, each
+	// with its own replicas and tensor-parallel size (FleetPreset); Models,
+	// InstancesPerModel and GPUsPerInstance are then ignored.
+	Deployments []Deployment
 	// ModelDCGMFields overrides DCGMFields for the GPUs of the models it
 	// names (served model names), as in a cluster whose node pools run
 	// dcgm-exporter with different counter files.
@@ -98,6 +102,19 @@ func New(opts Options) *Cluster {
 		opts.DCGMFields = DCGMProfiling
 	}
 	c := &Cluster{seed: opts.Seed, now: opts.Start.UTC(), step: subStep, dcgm: opts.DCGMFields}
+	for i, d := range opts.Deployments {
+		e := metrics.EngineVLLM
+		if len(opts.Engines) > 0 {
+			e = opts.Engines[i%len(opts.Engines)]
+		}
+		c.addModelOn(d.Spec, max(d.Replicas, 1), max(d.TP, 1), e)
+		if f, ok := opts.ModelDCGMFields[d.Spec.Name]; ok && f != "" {
+			c.models[len(c.models)-1].dcgm = f
+		}
+	}
+	if len(opts.Deployments) > 0 {
+		return c
+	}
 	for i := range opts.Models {
 		e := metrics.EngineVLLM
 		if len(opts.Engines) > 0 {

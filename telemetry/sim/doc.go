@@ -17,6 +17,8 @@
 // gateway_requests_total. Backfill emits the same series as samples;
 // WriteOpenMetrics writes them as a Prometheus scrape of PrometheusConfigFor
 // would have stored them, for `promtool tsdb create-blocks-from openmetrics`.
+// Options.Deployments sets each model's replicas and tensor-parallel size
+// instead; FleetPreset is a 500-engine, 1,000-GPU fleet of 40 models.
 //
 // # Engine physics
 //

@@ -1,0 +1,393 @@
+package telemetry
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/casebook/casebook/metrics"
+)
+
+// FleetCacheFor is how long one reading of the fleet serves every reader
+// that asks for about the same instant: the default scrape interval, so
+// that a cached reading is never more than one scrape behind.
+const FleetCacheFor = DefaultScrapeInterval
+
+// fleetCache holds the latest reading of the fleet and the one in flight.
+type fleetCache struct {
+	mu      sync.Mutex
+	last    metrics.Fleet
+	ok      bool
+	running chan struct{} // closed when the reading in flight ends; nil when none
+	// runningAt is the instant the reading in flight reads, and
+	// runningSince when it began.
+	runningAt, runningSince time.Time
+}
+
+// Fleet returns the snapshot of every scope Scopes lists at `at`: each
+// catalog metric's current value and 65 minutes of history, like
+// Snapshot, but read with one query per metric and aggregation level for
+// the whole fleet (grouped by model_name and the instance label, or by
+// the GPU join labels), never one per scope. A model's GPU figures are
+// folded from its instances' (see gpuFold).
+//
+// One reading serves every caller whose `at` is within FleetCacheFor of
+// it, and callers that arrive while a reading is in flight take it when
+// it ends (a slow reading of a large fleet is not repeated for each
+// viewer who waited for it). The returned
+// snapshots are shared: callers must not modify them.
+func (t *Telemetry) Fleet(ctx context.Context, at time.Time) (metrics.Fleet, error) {
+	if at.IsZero() {
+		at = time.Now()
+	}
+	at = at.UTC().Truncate(time.Millisecond)
+	c := &t.fleet
+	for {
+		c.mu.Lock()
+		if c.ok && absDuration(at.Sub(c.last.At)) < FleetCacheFor {
+			f := c.last
+			c.mu.Unlock()
+			return f, nil
+		}
+		if ch := c.running; ch != nil {
+			awaited, since := c.runningAt, time.Since(c.runningSince)
+			c.mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return metrics.Fleet{}, fmt.Errorf("telemetry: fleet: %w", ctx.Err())
+			}
+			// A reading that began before this call is as fresh as
+			// one begun now could be: take it, however long it took.
+			c.mu.Lock()
+			if c.ok && c.last.At.Equal(awaited) && absDuration(at.Sub(awaited)) < FleetCacheFor+since {
+				f := c.last
+				c.mu.Unlock()
+				return f, nil
+			}
+			c.mu.Unlock()
+			continue
+		}
+		ch := make(chan struct{})
+		c.running, c.runningAt, c.runningSince = ch, at, time.Now()
+		c.mu.Unlock()
+
+		f, err := t.readFleet(ctx, at)
+		c.mu.Lock()
+		c.running = nil
+		if err == nil && (!c.ok || !f.At.Before(c.last.At)) {
+			c.last, c.ok = f, true
+		}
+		c.mu.Unlock()
+		close(ch)
+		return f, err
+	}
+}
+
+func absDuration(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
+
+// fleetQuery is one catalog metric at one aggregation level.
+type fleetQuery struct {
+	m     metrics.Metric
+	level fleetLevel
+	expr  func(window time.Duration) string
+}
+
+type fleetLevel int
+
+const (
+	levelInstance fleetLevel = iota // engine series by model_name and instance
+	levelModel                      // engine series by model_name
+	levelGPU                        // GPU series by the join labels
+)
+
+// fleetAnswer is what one fleetQuery returned.
+type fleetAnswer struct {
+	cur, hist []Result
+	err       error
+}
+
+// readFleet reads every scope at `at` with one instant and one range
+// query per fleetQuery.
+func (t *Telemetry) readFleet(ctx context.Context, at time.Time) (metrics.Fleet, error) {
+	scopes, err := t.Scopes(ctx)
+	if err != nil {
+		return metrics.Fleet{}, fmt.Errorf("telemetry: fleet: %w", err)
+	}
+	join, engines, err := t.gpuJoin(ctx)
+	if err != nil {
+		t.log.Warn("gpu join unavailable; GPU metrics left out of the fleet", "err", err)
+	}
+	gpuOK := err == nil && join.InstanceLabel != ""
+	inst := t.opts.InstanceLabel
+	sel := metrics.Selectors{InstanceLabel: inst}
+
+	var qs []fleetQuery
+	for _, m := range metrics.Catalog {
+		switch {
+		case m.Source != metrics.SourceGPU:
+			qs = append(qs,
+				fleetQuery{m, levelInstance, func(w time.Duration) string { return m.QueryBy(sel, w, []string{"model_name", inst}) }},
+				fleetQuery{m, levelModel, func(w time.Duration) string { return m.QueryBy(sel, w, []string{"model_name"}) }})
+		case gpuOK:
+			by := []string{join.InstanceLabel}
+			if join.NamespaceLabel != "" {
+				by = append(by, join.NamespaceLabel)
+			}
+			qs = append(qs, fleetQuery{m, levelGPU, func(w time.Duration) string { return m.QueryBy(sel, w, by) }})
+		}
+	}
+
+	hStart := at.Add(-historyGap - (historyPoints-1)*historyStep)
+	hEnd := at.Add(-historyGap)
+	curWin := t.res.currentWindow(at)
+	histWin := t.res.rangeWindow(hStart, historyStep)
+	answers := make([]fleetAnswer, len(qs))
+	sem := make(chan struct{}, queryParallelism)
+	var wg sync.WaitGroup
+	for i, q := range qs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			a := &answers[i]
+			if a.cur, a.err = t.querier.Instant(ctx, q.expr(curWin), at); a.err != nil {
+				return
+			}
+			a.hist, a.err = t.querier.Range(ctx, q.expr(histWin), hStart, hEnd, historyStep)
+		}()
+	}
+	wg.Wait()
+
+	b := newFleetBuilder(scopes, at, hStart, inst)
+	gpuScope := gpuScopes(join, engines)
+	var errs []error
+	for i, q := range qs {
+		a := answers[i]
+		if a.err != nil {
+			errs = append(errs, a.err)
+			continue
+		}
+		for _, r := range a.cur {
+			if s, ok := b.scopeOf(q.level, r.Labels, join, gpuScope); ok {
+				b.setCurrent(s, q.m, r.Samples)
+			}
+		}
+		for _, r := range a.hist {
+			if s, ok := b.scopeOf(q.level, r.Labels, join, gpuScope); ok {
+				b.setHistory(s, q.m, r.Samples)
+			}
+		}
+	}
+	if len(errs) > 0 && len(errs) == len(qs) {
+		return metrics.Fleet{}, fmt.Errorf("telemetry: fleet at %s: %w", at.Format(time.RFC3339), errs[0])
+	}
+	if len(errs) > 0 {
+		t.log.Warn("fleet reading incomplete", "failed_queries", len(errs), "first_error", errs[0])
+	}
+	if gpuOK {
+		for _, m := range metrics.Catalog {
+			if m.Source == metrics.SourceGPU {
+				b.foldModels(m)
+			}
+		}
+	}
+	f := b.fleet()
+	if gpuOK {
+		f.GPUs = map[metrics.Scope]int{}
+		for _, e := range engines {
+			if n := join.Joined[e.key()]; n > 0 {
+				f.GPUs[metrics.Scope{Model: e.Model, Instance: e.Instance}] = n
+			}
+		}
+	}
+	return f, nil
+}
+
+// gpuScopes maps the GPU join's values ("pod", or "pod\x00namespace" for
+// engines with a namespace) to the engine instance they belong to.
+func gpuScopes(join GPUJoin, engines []EngineRef) map[string]metrics.Scope {
+	out := make(map[string]metrics.Scope, len(engines))
+	for _, e := range engines {
+		s := metrics.Scope{Model: e.Model, Instance: e.Instance}
+		if join.NamespaceLabel != "" && e.Namespace != "" {
+			out[e.Instance+"\x00"+e.Namespace] = s
+			continue
+		}
+		out[e.Instance] = s
+	}
+	return out
+}
+
+// fleetBuilder collects the answers into one snapshot per scope.
+type fleetBuilder struct {
+	at, hStart time.Time
+	inst       string
+	order      []metrics.Scope
+	snaps      map[metrics.Scope]*metrics.Snapshot
+	points     map[metrics.Scope][]metrics.Point
+}
+
+func newFleetBuilder(scopes []metrics.Scope, at, hStart time.Time, inst string) *fleetBuilder {
+	b := &fleetBuilder{at: at, hStart: hStart, inst: inst, order: scopes,
+		snaps: make(map[metrics.Scope]*metrics.Snapshot, len(scopes)), points: make(map[metrics.Scope][]metrics.Point, len(scopes))}
+	for _, s := range scopes {
+		b.snaps[s] = &metrics.Snapshot{At: at, Scope: s, Current: metrics.Values{}}
+		ps := make([]metrics.Point, historyPoints)
+		for i := range ps {
+			ps[i] = metrics.Point{At: hStart.Add(time.Duration(i) * historyStep), Values: metrics.Values{}}
+		}
+		b.points[s] = ps
+	}
+	return b
+}
+
+// scopeOf names the listed scope a series of an answer belongs to.
+func (b *fleetBuilder) scopeOf(level fleetLevel, ls map[string]string, join GPUJoin, gpuScope map[string]metrics.Scope) (metrics.Scope, bool) {
+	var s metrics.Scope
+	switch level {
+	case levelInstance:
+		s = metrics.Scope{Model: ls["model_name"], Instance: ls[b.inst]}
+		if s.Instance == "" {
+			return s, false
+		}
+	case levelModel:
+		s = metrics.Scope{Model: ls["model_name"]}
+	case levelGPU:
+		pod := ls[join.InstanceLabel]
+		var ok bool
+		if join.NamespaceLabel != "" {
+			s, ok = gpuScope[pod+"\x00"+ls[join.NamespaceLabel]]
+		}
+		if !ok {
+			s, ok = gpuScope[pod]
+		}
+		if !ok {
+			return s, false
+		}
+	}
+	_, listed := b.snaps[s]
+	return s, listed && s.Model != ""
+}
+
+func (b *fleetBuilder) setCurrent(s metrics.Scope, m metrics.Metric, ss []metrics.Sample) {
+	for _, x := range ss {
+		if v, ok := clean(m, x.V); ok {
+			b.snaps[s].Current[m.ID] = v
+			return
+		}
+	}
+}
+
+func (b *fleetBuilder) setHistory(s metrics.Scope, m metrics.Metric, ss []metrics.Sample) {
+	ps := b.points[s]
+	for _, x := range cleanSamples(m, ss) {
+		k := int(x.T.Sub(b.hStart) / historyStep)
+		if k >= 0 && k < historyPoints && x.T.Equal(ps[k].At) {
+			ps[k].Values[m.ID] = x.V
+		}
+	}
+}
+
+// foldModels sets a GPU metric of every model scope from its instances'.
+func (b *fleetBuilder) foldModels(m metrics.Metric) {
+	fold := gpuFold(m)
+	cur := map[string][]float64{}
+	hist := map[string][][]float64{}
+	for _, s := range b.order {
+		if s.Instance == "" {
+			continue
+		}
+		if v, ok := b.snaps[s].Current[m.ID]; ok {
+			cur[s.Model] = append(cur[s.Model], v)
+		}
+		h := hist[s.Model]
+		if h == nil {
+			h = make([][]float64, historyPoints)
+			hist[s.Model] = h
+		}
+		for k, p := range b.points[s] {
+			if v, ok := p.Values[m.ID]; ok {
+				h[k] = append(h[k], v)
+			}
+		}
+	}
+	for model, vs := range cur {
+		if s, ok := b.snaps[metrics.Scope{Model: model}]; ok {
+			s.Current[m.ID] = fold(vs)
+		}
+	}
+	for model, h := range hist {
+		ps, ok := b.points[metrics.Scope{Model: model}]
+		if !ok {
+			continue
+		}
+		for k, vs := range h {
+			if len(vs) > 0 {
+				ps[k].Values[m.ID] = fold(vs)
+			}
+		}
+	}
+}
+
+func (b *fleetBuilder) fleet() metrics.Fleet {
+	f := metrics.Fleet{At: b.at, Snapshots: make([]metrics.Snapshot, 0, len(b.order))}
+	for _, s := range b.order {
+		snap := b.snaps[s]
+		for _, p := range b.points[s] {
+			if len(p.Values) > 0 {
+				snap.History = append(snap.History, p)
+			}
+		}
+		f.Snapshots = append(f.Snapshots, *snap)
+	}
+	return f
+}
+
+// gpuFold says how a model's GPU figure follows from its instances': the
+// minimum of minima (clocks), the maximum of maxima (power, temperature)
+// and the sum of sums (GPUs with XID errors) are exact; means and ratios
+// (activity, memory used) are the mean of the instances', exact when the
+// instances have the same number of GPUs, as replicas of one model do.
+func gpuFold(m metrics.Metric) func([]float64) float64 {
+	q := m.PromQL
+	switch {
+	case strings.HasPrefix(q, "min "):
+		return func(vs []float64) float64 {
+			out := math.Inf(1)
+			for _, v := range vs {
+				out = math.Min(out, v)
+			}
+			return out
+		}
+	case strings.HasPrefix(q, "max "):
+		return func(vs []float64) float64 {
+			out := math.Inf(-1)
+			for _, v := range vs {
+				out = math.Max(out, v)
+			}
+			return out
+		}
+	case strings.HasPrefix(q, "sum ") && !strings.Contains(q, " / "):
+		return sum
+	default:
+		return func(vs []float64) float64 { return sum(vs) / float64(len(vs)) }
+	}
+}
+
+func sum(vs []float64) float64 {
+	s := 0.0
+	for _, v := range vs {
+		s += v
+	}
+	return s
+}
