@@ -17,14 +17,22 @@ import (
 
 // recordedTier returns the recorded tier a remote range reads ("1m" or
 // "1h"), or "" when the raw expressions serve it: a span within the raw
-// retention, or a step finer than the tier.
-func recordedTier(span, step time.Duration) string {
+// retention, or a step finer than the tier. raw and minute are the
+// configured retentions of the remote's raw samples and of its 1m
+// records; zero means the defaults.
+func recordedTier(span, step, raw, minute time.Duration) string {
+	if raw <= 0 {
+		raw = DefaultRawRetention
+	}
+	if minute <= 0 {
+		minute = DefaultMinuteRetention
+	}
 	switch {
-	case span <= DefaultRawRetention:
+	case span <= raw:
 		return ""
-	case span <= DefaultMinuteRetention && step >= time.Minute:
+	case span <= minute && step >= time.Minute:
 		return "1m"
-	case span > DefaultMinuteRetention && step >= time.Hour:
+	case span > minute && step >= time.Hour:
 		return "1h"
 	}
 	return ""

@@ -117,20 +117,25 @@ func TestRemoteLongRangesReadRecordingRules(t *testing.T) {
 func TestRecordedTier(t *testing.T) {
 	day := 24 * time.Hour
 	tests := []struct {
-		span, step time.Duration
-		want       string
+		span, step  time.Duration
+		raw, minute time.Duration // configured retentions; zero: defaults
+		want        string
 	}{
-		{time.Hour, 15 * time.Second, ""},
-		{day, 5 * time.Minute, ""},
-		{7 * day, 30 * time.Minute, "1m"},
-		{7 * day, 30 * time.Second, ""}, // finer than the tier
-		{30 * day, 2 * time.Hour, "1m"},
-		{90 * day, 6 * time.Hour, "1h"},
-		{90 * day, 30 * time.Minute, ""},
+		{time.Hour, 15 * time.Second, 0, 0, ""},
+		{day, 5 * time.Minute, 0, 0, ""},
+		{7 * day, 30 * time.Minute, 0, 0, "1m"},
+		{7 * day, 30 * time.Second, 0, 0, ""}, // finer than the tier
+		{30 * day, 2 * time.Hour, 0, 0, "1m"},
+		// A remote that keeps raw samples 15 days serves a week raw; one
+		// whose 1m records last 7 days reads 1h beyond them.
+		{7 * day, 30 * time.Minute, 15 * day, 0, ""},
+		{10 * day, 2 * time.Hour, 0, 7 * day, "1h"},
+		{90 * day, 6 * time.Hour, 0, 0, "1h"},
+		{90 * day, 30 * time.Minute, 0, 0, ""},
 	}
 	for _, tc := range tests {
-		if got := recordedTier(tc.span, tc.step); got != tc.want {
-			t.Errorf("recordedTier(%s, %s) = %q, want %q", tc.span, tc.step, got, tc.want)
+		if got := recordedTier(tc.span, tc.step, tc.raw, tc.minute); got != tc.want {
+			t.Errorf("recordedTier(%s, %s, raw %s, 1m %s) = %q, want %q", tc.span, tc.step, tc.raw, tc.minute, got, tc.want)
 		}
 	}
 }

@@ -174,7 +174,7 @@ func (t *Telemetry) Range(ctx context.Context, scope metrics.Scope, ids []string
 	now := time.Now()
 	tier := ""
 	if t.opts.PrometheusURL != "" {
-		tier = recordedTier(end.Sub(start), r.Step)
+		tier = recordedTier(end.Sub(start), r.Step, t.opts.RawRetention, t.opts.MinuteRetention)
 	}
 
 	out := make([]metrics.Series, len(ids))
