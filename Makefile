@@ -38,7 +38,7 @@ test-deps: ## install Prometheus, Alertmanager, VictoriaMetrics and Chromium whe
 .PHONY: test-integration
 test-integration: test-deps ## integration tests against real Prometheus, Alertmanager, VictoriaMetrics, SQLite and Chromium
 	@echo ">> integration tests"
-	$(GO) test -tags "$(TAGS) integration" -count=1 -timeout 15m ./...
+	$(GO) test -tags "$(TAGS) integration" -count=1 -timeout 30m ./...
 
 .PHONY: fuzz
 fuzz: ## a short run of every fuzz target
