@@ -5,6 +5,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -21,7 +23,13 @@ func TestBacktestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"2 model scopes, 60 series", "llama-3.1-8b-instruct dynamic", "qwen2.5-32b-instruct fixed",
+	// Every catalog metric the simulator exposes, per model scope.
+	if m := regexp.MustCompile(`2 model scopes, (\d+) series`).FindStringSubmatch(out.String()); m == nil {
+		t.Errorf("output lacks the scope and series count:\n%s", out.String())
+	} else if n, _ := strconv.Atoi(m[1]); n < 2*30 || n%2 != 0 {
+		t.Errorf("%d series for 2 model scopes, want the same 30 or more metrics on each", n)
+	}
+	for _, want := range []string{"llama-3.1-8b-instruct dynamic", "qwen2.5-32b-instruct fixed",
 		"fixed (same recall)", "dynamic (seasonal)", "incident alerts per day cut by"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
