@@ -43,13 +43,9 @@ func (h *Incidents) Print(c echo.Context) error {
 // expired and revoked tokens are all 404.
 func (h *Incidents) Shared(c echo.Context) error {
 	ctx := c.Request().Context()
-	link, err := h.d.Archive.ResolveShare(ctx, c.Param("token"), h.d.Now())
+	p, err := h.sharedPage(c)
 	if err != nil {
-		return archiveError(err, "token")
-	}
-	p, err := h.d.Archive.Page(ctx, link.IncidentID)
-	if err != nil {
-		return archiveError(err, "token")
+		return err
 	}
 	v := h.buildView(ctx, p, nil, true)
 	base := h.baseURL(c)
@@ -58,6 +54,21 @@ func (h *Incidents) Shared(c echo.Context) error {
 	c.Response().Header().Set("Referrer-Policy", "no-referrer")
 	c.Response().Header().Set("Cache-Control", "no-store")
 	return render(c, http.StatusOK, views.IncidentSharedPage(v))
+}
+
+// sharedPage reads the incident behind the request's share token; an
+// unknown, expired or revoked token is 404.
+func (h *Incidents) sharedPage(c echo.Context) (store.Page, error) {
+	ctx := c.Request().Context()
+	link, err := h.d.Archive.ResolveShare(ctx, c.Param("token"), h.d.Now())
+	if err != nil {
+		return store.Page{}, archiveError(err, "token")
+	}
+	p, err := h.d.Archive.Page(ctx, link.IncidentID)
+	if err != nil {
+		return store.Page{}, archiveError(err, "token")
+	}
+	return p, nil
 }
 
 func (h *Incidents) incidentView(c echo.Context, readOnly bool) (views.IncidentView, error) {

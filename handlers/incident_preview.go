@@ -43,14 +43,9 @@ func (h *Incidents) Preview(c echo.Context) error {
 // link: the chart and cause its page shows, nothing more. Unknown, expired
 // and revoked tokens are 404, as for the page.
 func (h *Incidents) SharedPreview(c echo.Context) error {
-	ctx := c.Request().Context()
-	link, err := h.d.Archive.ResolveShare(ctx, c.Param("token"), h.d.Now())
+	p, err := h.sharedPage(c)
 	if err != nil {
-		return archiveError(err, "token")
-	}
-	p, err := h.d.Archive.Page(ctx, link.IncidentID)
-	if err != nil {
-		return archiveError(err, "token")
+		return err
 	}
 	c.Response().Header().Set("Referrer-Policy", "no-referrer")
 	c.Response().Header().Set("Cache-Control", "no-store")
