@@ -252,6 +252,10 @@
           d.querySelector("summary").textContent = "Note saved: " + box.value.slice(0, 60);
         }
         box.value = "";
+        // The field is hidden now; give the keys back to the queue item at
+        // once rather than whenever the browser drops focus from it.
+        var item = form.closest('[data-testid="queue-item"]');
+        if (item) item.focus({ preventScroll: true });
       }).catch(function (e) { box.setCustomValidity("Not saved: " + e.message); box.reportValidity(); });
     });
   }
