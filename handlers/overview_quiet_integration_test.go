@@ -24,18 +24,24 @@ import (
 // code path (real telemetry, PromQL snapshots, diagnose.Deviations,
 // views.StatusOf): a healthy cluster must show no warning anywhere.
 //
-// It does not pass yet, so it runs only with CASEBOOK_TEST_QUIET=1: on
-// seeds 1 and 3 a model serving about 0.5 requests a second shows mean
-// queue time, TTFT and E2E 20-130 % above the hour before for minutes at
-// a time (one burst of the simulator's traffic trace among ~30 requests a
-// minute), 3-10 sigma off a smooth baseline. Whether a mean of so few
-// requests should be judged at all is the open question.
+// It does not pass yet, so it runs only with CASEBOOK_TEST_QUIET=1. The
+// scrape interval is serve's default: with an hour-long interval every
+// rate window spans hours and the minute means turn into running means
+// since the back-fill began. At 5 s, qwen2.5-32b (the code trace, about
+// 0.7-1 requests a second) shows three-minute episodes every 20-30
+// minutes where a burst of arrivals pushes the simulator's prefill share
+// of the step to its cap: TTFT goes from 0.13 s to 1.3-1.5 s, TPOT from
+// 6 to 40 ms and E2E from 0.3 to 2.6 s, while the GPU activity reads a
+// few per cent. Those are real slow-downs in the simulated world (the
+// model is provisioned near its prefill capacity), so the detector is
+// right to show them; the demo's provisioning, or the simulator's
+// prefill-share model, is what has to change.
 func TestQuietClusterRaisesNoWarning(t *testing.T) {
 	if testing.Short() {
 		t.Skip("back-fills and reads the demo cluster")
 	}
 	if os.Getenv("CASEBOOK_TEST_QUIET") != "1" {
-		t.Skip("known to fail on seeds 1 and 3 (low-traffic mean latency); set CASEBOOK_TEST_QUIET=1 to run it")
+		t.Skip("known to fail: the demo's qwen2.5-32b saturates its prefill budget in bursts; set CASEBOOK_TEST_QUIET=1 to run it")
 	}
 	const minutes = 30
 	for _, seed := range []int64{1, 2, 3} {
@@ -44,7 +50,7 @@ func TestQuietClusterRaisesNoWarning(t *testing.T) {
 			before := time.Now().UTC().Truncate(time.Minute) // the back-fill ends at or after it
 			tel, err := telemetry.Open(ctx, telemetry.Options{
 				DataDir: t.TempDir(), Demo: demo.New(sim.Options{Seed: seed}),
-				DemoBackfill: 2 * time.Hour, ScrapeInterval: time.Hour, // the live scrape plays no part
+				DemoBackfill: 2 * time.Hour, ScrapeInterval: 5 * time.Second, // serve's default
 			})
 			if err != nil {
 				t.Fatal(err)
