@@ -207,6 +207,13 @@ var fieldCases = []fieldCase{
 		resolved: map[string]string{metrics.KVCacheUsage: "vllm:kv_cache_usage_perc"},
 		// Only one half of each prefix-cache pair made it into the post.
 		missing: map[string]string{metrics.KVCacheHitRate: "none of vllm:prefix_cache_hits_total + vllm:prefix_cache_queries_total"}},
+	{file: "vllm-0.22.1rc1-dgx-manager-fixture.prom", engine: metrics.EngineVLLM,
+		resolved: map[string]string{metrics.KVCacheUsage: "vllm:kv_cache_usage_perc", metrics.QueueDepth: "vllm:num_requests_waiting",
+			metrics.RunningSeqs: "vllm:num_requests_running", metrics.PreemptionRate: "vllm:num_preemptions_total",
+			metrics.QueueCapacity: `vllm:num_requests_waiting_by_reason{reason="capacity"}`},
+		// The kept lines are the gauges and one counter: every latency
+		// histogram and token counter is absent, and the console says which.
+		missing: map[string]string{metrics.TTFT: "vllm:time_to_first_token_seconds_sum", metrics.KVCacheHitRate: "vllm:prefix_cache_hits_total"}},
 	{file: "vllm-0.10-dp-pr22227.prom", engine: metrics.EngineVLLM, resolved: map[string]string{},
 		missing: map[string]string{metrics.DecodeTime: "vllm:request_decode_time_seconds_sum"}},
 	{file: "dcgm-default-gpu-monitoring-tools-138.prom",
