@@ -83,7 +83,10 @@ type Deps struct {
 	// Storage describes the embedded metric store on the storage page;
 	// nil says the metrics are stored remotely.
 	Storage StorageReporter
-	Logger  *slog.Logger
+	// Detector reports the dynamic-threshold detector's last round on
+	// the storage page; nil when the detector is off.
+	Detector DetectorReporter
+	Logger   *slog.Logger
 	// Now returns the current time; nil means time.Now.
 	Now func() time.Time
 	// Stores are the console's stores (the archive, the embedded TSDB);

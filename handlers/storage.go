@@ -10,12 +10,19 @@ import (
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/telemetry"
 	"github.com/casebook/casebook/views"
+	"github.com/casebook/casebook/watch"
 )
 
 // StorageReporter describes the embedded metric store.
 // *telemetry.Telemetry implements it.
 type StorageReporter interface {
 	Storage() (telemetry.StorageStats, error)
+}
+
+// DetectorReporter reports the detector's last finished round.
+// *watch.Watcher implements it.
+type DetectorReporter interface {
+	LastRound() (watch.RoundReport, bool)
 }
 
 // Storage serves the storage page: series, ingest rate, and per tier disk
@@ -26,6 +33,13 @@ type Storage struct{ d *Deps }
 func (h *Storage) Show(c echo.Context) error {
 	vm := views.StorageView{Layout: h.d.layout("Storage", views.NavStorage), Now: h.d.Now()}
 	vm.Coverage = h.d.coverageView(c.Request().Context(), metrics.Scope{})
+	if h.d.Detector != nil {
+		vm.Detector = &views.DetectorRound{}
+		if r, ok := h.d.Detector.LastRound(); ok {
+			vm.Detector = &views.DetectorRound{Ran: true, Began: r.Began, Took: r.Took, Interval: r.Interval,
+				Scopes: r.Scopes, Points: r.Points, Firing: r.Firing, Behind: r.Behind()}
+		}
+	}
 	if h.d.Storage != nil {
 		st, err := h.d.Storage.Storage()
 		switch {

@@ -8,8 +8,17 @@ import (
 
 	"github.com/casebook/casebook/handlers/handlerstest"
 	"github.com/casebook/casebook/telemetry"
+	"github.com/casebook/casebook/watch"
 	"github.com/casebook/casebook/web"
 )
+
+// fakeDetector reports a fixed last round.
+type fakeDetector struct {
+	r  watch.RoundReport
+	ok bool
+}
+
+func (d fakeDetector) LastRound() (watch.RoundReport, bool) { return d.r, d.ok }
 
 // storageTelemetry is the fake telemetry with an embedded store.
 type storageTelemetry struct {
@@ -57,6 +66,31 @@ func TestStoragePage(t *testing.T) {
 			wantAbsent: []string{`data-testid="storage-tiers"`},
 		},
 		{
+			name: "detector keeping up",
+			tel: web.Options{Telemetry: tel, Detector: fakeDetector{ok: true, r: watch.RoundReport{
+				RoundStats: watch.RoundStats{Scopes: 144, Points: 4320, Firing: 2}, Began: now.Add(-20 * time.Second),
+				Took: 1250 * time.Millisecond, Interval: time.Minute}}},
+			want:       []string{`data-testid="detector-round"`, `data-ran`, `data-scopes="144"`, `data-took-ms="1250"`, "144 scopes, 4320 points, 2 alerts firing", "1.25s of its 1m interval"},
+			wantAbsent: []string{`data-testid="detector-behind"`},
+		},
+		{
+			name: "detector falling behind",
+			tel: web.Options{Telemetry: tel, Detector: fakeDetector{ok: true, r: watch.RoundReport{
+				RoundStats: watch.RoundStats{Scopes: 500}, Began: now.Add(-90 * time.Second), Took: 75 * time.Second, Interval: time.Minute}}},
+			want: []string{`data-behind`, `data-testid="detector-behind"`, "1m15s of its 1m interval"},
+		},
+		{
+			name:       "detector before its first round",
+			tel:        web.Options{Telemetry: tel, Detector: fakeDetector{}},
+			want:       []string{`data-testid="detector-round"`, "has not finished its first round"},
+			wantAbsent: []string{`data-ran`},
+		},
+		{
+			name:       "detector off",
+			tel:        web.Options{Telemetry: tel},
+			wantAbsent: []string{`data-testid="detector-round"`},
+		},
+		{
 			name: "telemetry without storage",
 			tel:  web.Options{Telemetry: tel},
 			want: []string{`data-testid="storage-remote"`},
@@ -64,7 +98,7 @@ func TestStoragePage(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, tel, func(o *web.Options) { o.Storage = tc.tel.Storage })
+			f := newFixture(t, tel, func(o *web.Options) { o.Storage, o.Detector = tc.tel.Storage, tc.tel.Detector })
 			res := f.do(t, http.MethodGet, "/storage", nil, nil)
 			if res.status != http.StatusOK {
 				t.Fatalf("status %d: %s", res.status, res.body)

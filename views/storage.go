@@ -19,6 +19,26 @@ type StorageView struct {
 	// Coverage is the source's metric coverage and GPU join; nil when
 	// the telemetry cannot report it.
 	Coverage *CoverageView
+	// Detector is the detector's last round; nil when it is off.
+	Detector *DetectorRound
+}
+
+// DetectorRound is the dynamic-threshold detector's last finished round.
+type DetectorRound struct {
+	Ran                    bool // false before the first round ends
+	Began                  time.Time
+	Took, Interval         time.Duration
+	Scopes, Points, Firing int
+	// Behind is true when the round took longer than its interval.
+	Behind bool
+}
+
+// TookText is the round's duration, rounded for reading.
+func (d DetectorRound) TookText() string {
+	if d.Took < time.Second {
+		return d.Took.Round(time.Millisecond).String()
+	}
+	return d.Took.Round(10 * time.Millisecond).String()
 }
 
 // StorageTierRow is one tier of the embedded store.

@@ -123,6 +123,9 @@ type Watcher struct {
 	resolved []Active
 
 	scopesErr bool // the last Scopes call failed (logged once)
+
+	last    RoundReport // the last round Run finished (under mu)
+	hasLast bool
 }
 
 // scopeState is what the watcher keeps per scope.
@@ -180,7 +183,11 @@ func (w *Watcher) Run(ctx context.Context) {
 	for {
 		began := time.Now()
 		r := w.Round(ctx)
-		w.log.Debug("watch: round", "scopes", r.Scopes, "points", r.Points, "opened", r.Opened, "firing", r.Firing, "took", time.Since(began).Round(time.Millisecond))
+		took := time.Since(began)
+		w.mu.Lock()
+		w.last, w.hasLast = RoundReport{RoundStats: r, Began: began, Took: took, Interval: w.opts.Interval}, true
+		w.mu.Unlock()
+		w.log.Debug("watch: round", "scopes", r.Scopes, "points", r.Points, "opened", r.Opened, "firing", r.Firing, "took", took.Round(time.Millisecond))
 		select {
 		case <-ctx.Done():
 			return
@@ -196,6 +203,26 @@ type RoundStats struct {
 	Fired  int // metric alerts that fired
 	Opened int // incidents opened
 	Firing int // metric alerts firing after the round
+}
+
+// RoundReport is one finished round of Run: what it evaluated and how
+// long it took against the interval it has.
+type RoundReport struct {
+	RoundStats
+	Began    time.Time
+	Took     time.Duration
+	Interval time.Duration
+}
+
+// Behind reports whether the round took longer than its interval: the
+// detector then evaluates less often than configured.
+func (r RoundReport) Behind() bool { return r.Took > r.Interval }
+
+// LastRound returns the last round Run finished; false before the first.
+func (w *Watcher) LastRound() (RoundReport, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last, w.hasLast
 }
 
 // Round runs one evaluation at the clock's current time.

@@ -417,3 +417,35 @@ func TestWatcherModelJoinsAnInstanceIncidentWithoutWaiting(t *testing.T) {
 		}
 	}
 }
+
+func TestRunReportsItsLastRound(t *testing.T) {
+	scopes := []metrics.Scope{testScope, {Model: testScope.Model, Instance: "other-0"}}
+	src := &fakeSource{scopes: scopes, step: 1, stepped: map[string]bool{}}
+	clk := &clock{t: start.Add(3 * 24 * time.Hour)}
+	w, err := New(Options{Source: src, Opener: &fakeOpener{}, Metrics: testIDs, History: 24 * time.Hour,
+		Interval: 10 * time.Millisecond, Now: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := w.LastRound(); ok {
+		t.Fatal("a report before any round")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	var r RoundReport
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var ok bool
+		if r, ok = w.LastRound(); ok {
+			break
+		}
+	}
+	cancel()
+	<-done
+	if r.Scopes != len(scopes) || r.Began.IsZero() || r.Took <= 0 || r.Interval != 10*time.Millisecond {
+		t.Fatalf("last round %+v, want both scopes, a start, a duration and the interval", r)
+	}
+	if want := r.Took > r.Interval; r.Behind() != want {
+		t.Errorf("Behind() = %v for a %s round every %s", r.Behind(), r.Took, r.Interval)
+	}
+}

@@ -34,6 +34,9 @@ type Options struct {
 	Layout *handlers.Layout
 	// Forecaster draws forecast bands on the live charts; nil draws none.
 	Forecaster handlers.Forecaster
+	// Detector reports the detector's last round on the storage page;
+	// nil when the detector is off.
+	Detector handlers.DetectorReporter
 	// Storage describes the embedded metric store; nil means remote.
 	Storage handlers.StorageReporter
 	// Deviations overrides diagnose.Deviations for status colours.
@@ -108,6 +111,7 @@ func New(opts Options) *Server {
 		Diagnoses:  om.diagnoses,
 		Layout:     opts.Layout,
 		Forecaster: opts.Forecaster,
+		Detector:   opts.Detector,
 		Storage:    opts.Storage,
 		Assets:     Assets(),
 		Logger:     opts.Logger,

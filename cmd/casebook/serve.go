@@ -377,7 +377,7 @@ func buildConsole(ctx context.Context, cfg serveConfig, st *store.Store, tel *te
 		},
 	}
 	if w != nil {
-		opts.Forecaster = w
+		opts.Forecaster, opts.Detector = w, w
 	}
 	if cluster != nil {
 		opts.Faults = simFaults{cluster.Sim}
