@@ -1,5 +1,10 @@
 package views
 
+import (
+	"strconv"
+	"strings"
+)
+
 // CoverageView says which catalog metrics a source (or one scope of it)
 // can compute, which it cannot and why, and how its GPU series join the
 // engines.
@@ -54,6 +59,54 @@ type CoverageRow struct {
 	Metric, Label string
 	Series        string // the series used, or those missing
 	Note          string // the source generation used, or why it is missing
+}
+
+// CoverageFoldRows is how many engine or join rows the storage page lists
+// openly; a fleet's longer lists are folded behind a one-line summary, so
+// the page stays readable at hundreds of engines.
+const CoverageFoldRows = 12
+
+// EngineProblems returns the engine rows with a problem: they stay in
+// view when the rest is folded.
+func (v *CoverageView) EngineProblems() []EngineRow {
+	var out []EngineRow
+	for _, e := range v.Engines {
+		if e.Problem != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// EnginesSummary counts the scopes per engine, e.g. "144 scopes: 128
+// vLLM, 16 SGLang; 1 with a problem".
+func (v *CoverageView) EnginesSummary() string {
+	count := map[string]int{}
+	var order []string
+	for _, e := range v.Engines {
+		if count[e.Engine] == 0 {
+			order = append(order, e.Engine)
+		}
+		count[e.Engine]++
+	}
+	parts := make([]string, len(order))
+	for i, name := range order {
+		parts[i] = strconv.Itoa(count[name]) + " " + name
+	}
+	s := strconv.Itoa(len(v.Engines)) + " scopes: " + strings.Join(parts, ", ")
+	if n := len(v.EngineProblems()); n > 0 {
+		s += "; " + strconv.Itoa(n) + " with a problem (listed above)"
+	}
+	return s
+}
+
+// JoinedSummary counts the joined instances and their GPU series.
+func (v *CoverageView) JoinedSummary() string {
+	gpus := 0
+	for _, j := range v.Joined {
+		gpus += j.GPUs
+	}
+	return strconv.Itoa(len(v.Joined)) + " engine instances joined " + strconv.Itoa(gpus) + " GPU series"
 }
 
 // Shown reports whether a scope page has anything to say: GPUs that did
