@@ -37,7 +37,7 @@ func (h *Storage) Show(c echo.Context) error {
 		vm.Detector = &views.DetectorRound{}
 		if r, ok := h.d.Detector.LastRound(); ok {
 			vm.Detector = &views.DetectorRound{Ran: true, Began: r.Began, Took: r.Took, Interval: r.Interval,
-				Scopes: r.Scopes, Points: r.Points, Firing: r.Firing, Behind: r.Behind()}
+				Scopes: r.Scopes, Points: r.Points, Firing: r.Firing, Warmed: r.Warmed, Behind: r.Behind()}
 		}
 	}
 	if h.d.Storage != nil {

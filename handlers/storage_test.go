@@ -80,6 +80,13 @@ func TestStoragePage(t *testing.T) {
 			want: []string{`data-behind`, `data-testid="detector-behind"`, "1m15s of its 1m interval"},
 		},
 		{
+			name: "detector warming up",
+			tel: web.Options{Telemetry: tel, Detector: fakeDetector{ok: true, r: watch.RoundReport{
+				RoundStats: watch.RoundStats{Scopes: 500, Warmed: 500}, Began: now.Add(-3 * time.Minute), Took: 150 * time.Second, Interval: time.Minute}}},
+			want:       []string{`data-warmed="500"`, "read the history of 500 new scopes first"},
+			wantAbsent: []string{`data-behind`, `data-testid="detector-behind"`},
+		},
+		{
 			name:       "detector before its first round",
 			tel:        web.Options{Telemetry: tel, Detector: fakeDetector{}},
 			want:       []string{`data-testid="detector-round"`, "has not finished its first round"},

@@ -29,6 +29,8 @@ type DetectorRound struct {
 	Began                  time.Time
 	Took, Interval         time.Duration
 	Scopes, Points, Firing int
+	// Warmed counts the scopes whose history the round read first.
+	Warmed int
 	// Behind is true when the round took longer than its interval.
 	Behind bool
 }

@@ -213,6 +213,9 @@ type RoundStats struct {
 	Fired  int // metric alerts that fired
 	Opened int // incidents opened
 	Firing int // metric alerts firing after the round
+	// Warmed counts the scopes whose history was read in the round (their
+	// first); such a round reads far more than a steady one.
+	Warmed int
 }
 
 // RoundReport is one finished round of Run: what it evaluated and how
@@ -224,9 +227,10 @@ type RoundReport struct {
 	Interval time.Duration
 }
 
-// Behind reports whether the round took longer than its interval: the
-// detector then evaluates less often than configured.
-func (r RoundReport) Behind() bool { return r.Took > r.Interval }
+// Behind reports whether a steady round (one that warmed no scope up)
+// took longer than its interval: the detector then evaluates less often
+// than configured.
+func (r RoundReport) Behind() bool { return r.Warmed == 0 && r.Took > r.Interval }
 
 // LastRound returns the last round Run finished; false before the first.
 func (w *Watcher) LastRound() (RoundReport, bool) {
@@ -265,6 +269,9 @@ func (w *Watcher) Round(ctx context.Context) RoundStats {
 		if st.gone {
 			w.log.Info("watch: scope is back", "scope", sc.String())
 			st.gone = false
+		}
+		if !st.warm {
+			rs.Warmed++
 		}
 		f, n := w.evaluate(ctx, sc, st, now, recent[sc])
 		fired = append(fired, f...)
