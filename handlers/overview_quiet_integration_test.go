@@ -36,8 +36,11 @@ import (
 // step moves the minute means: TTFT 0.13 -> 1.3-1.5 s, TPOT 6 -> 40 ms,
 // E2E 0.3 -> 2.6 s, while the GPU activity reads a few per cent. A real
 // engine would build a backlog of a couple of requests in such a burst,
-// not a stationary queue; the simulator's transient model is what has to
-// change, not the detector.
+// not a stationary queue, so the queue and TTFT part is the simulator's
+// transient model; decode steps do slow while prompt chunks fill every
+// step's token budget (about 10x at a 2,048-token budget), so part of the
+// TPOT spike is real, and whether a one-minute spike deserves a warning
+// on the overview (the detector needs three points in a row) is open.
 func TestQuietClusterRaisesNoWarning(t *testing.T) {
 	if testing.Short() {
 		t.Skip("back-fills and reads the demo cluster")
