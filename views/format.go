@@ -3,7 +3,6 @@ package views
 import (
 	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/casebook/casebook/metrics"
@@ -166,5 +165,8 @@ func FormatDuration(d time.Duration) string {
 	case d%time.Minute == 0:
 		return strconv.Itoa(int(d/time.Minute)) + "m"
 	}
-	return strings.TrimSuffix(d.Round(time.Second).String(), "0s")
+	if r := d.Round(time.Second); r != d && r > 0 {
+		return FormatDuration(r) // 59.7s is "1m", 90.2s "1m30s"
+	}
+	return d.String()
 }

@@ -210,3 +210,18 @@ func TestFormatZ(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatDuration(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0"}, {30 * time.Second, "30s"}, {90 * time.Second, "1m30s"}, {59700 * time.Millisecond, "1m"},
+		{2 * time.Minute, "2m"}, {3 * time.Hour, "3h"}, {48 * time.Hour, "2d"}, {time.Hour + 30*time.Second, "1h0m30s"},
+		{400 * time.Millisecond, "400ms"}, {10 * time.Second, "10s"}, {95 * time.Second, "1m35s"},
+	} {
+		if got := FormatDuration(tc.d); got != tc.want {
+			t.Errorf("FormatDuration(%s) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
