@@ -170,26 +170,14 @@ func TestFleetRemoteLoad(t *testing.T) {
 // alert per pod of model, labelled as a Prometheus rule over vLLM's
 // series labels them.
 func fleetAlertMessage(model string, pods []string, startsAt time.Time) []byte {
-	type alert struct {
-		Status      string            `json:"status"`
-		Labels      map[string]string `json:"labels"`
-		Annotations map[string]string `json:"annotations"`
-		StartsAt    time.Time         `json:"startsAt"`
-		Fingerprint string            `json:"fingerprint"`
-	}
-	var alerts []alert
+	var alerts []webhookAlert
 	for i, p := range pods {
-		alerts = append(alerts, alert{
+		alerts = append(alerts, webhookAlert{
 			Status:      "firing",
 			Labels:      map[string]string{"alertname": "HighTTFT", "model_name": model, "pod": p, "severity": "warning"},
 			Annotations: map[string]string{"summary": "TTFT above its objective on " + p},
 			StartsAt:    startsAt, Fingerprint: fmt.Sprintf("%016x", i+1),
 		})
 	}
-	b, _ := json.Marshal(map[string]any{
-		"version": "4", "groupKey": "{}:{alertname=\"HighTTFT\"}", "status": "firing", "receiver": "casebook",
-		"groupLabels": map[string]string{"alertname": "HighTTFT"}, "commonLabels": map[string]string{"model_name": model},
-		"externalURL": "http://alertmanager.invalid", "alerts": alerts,
-	})
-	return b
+	return webhookBody("HighTTFT", model, alerts)
 }

@@ -374,26 +374,34 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 // alertMessage is an Alertmanager webhook message (version 4) with one
 // firing alert per fingerprint on the model.
 func alertMessage(model string, fingerprints []string, startsAt time.Time) []byte {
-	type alert struct {
-		Status      string            `json:"status"`
-		Labels      map[string]string `json:"labels"`
-		Annotations map[string]string `json:"annotations"`
-		StartsAt    time.Time         `json:"startsAt"`
-		EndsAt      time.Time         `json:"endsAt"`
-		Fingerprint string            `json:"fingerprint"`
-	}
-	var alerts []alert
+	var alerts []webhookAlert
 	for _, fp := range fingerprints {
-		alerts = append(alerts, alert{
+		alerts = append(alerts, webhookAlert{
 			Status:      "firing",
 			Labels:      map[string]string{"alertname": "CasebookLoadRun", "model_name": model, "severity": "warning", "run": fp},
 			Annotations: map[string]string{"summary": "load run alert " + fp},
 			StartsAt:    startsAt, Fingerprint: fp,
 		})
 	}
+	return webhookBody("CasebookLoadRun", model, alerts)
+}
+
+// webhookAlert is one alert of an Alertmanager webhook message.
+type webhookAlert struct {
+	Status      string            `json:"status"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	StartsAt    time.Time         `json:"startsAt"`
+	EndsAt      time.Time         `json:"endsAt"`
+	Fingerprint string            `json:"fingerprint"`
+}
+
+// webhookBody is an Alertmanager (version 4) webhook message grouping
+// alerts by alertname.
+func webhookBody(alertname, model string, alerts []webhookAlert) []byte {
 	b, _ := json.Marshal(map[string]any{
-		"version": "4", "groupKey": "{}:{alertname=\"CasebookLoadRun\"}", "status": "firing", "receiver": "casebook",
-		"groupLabels": map[string]string{"alertname": "CasebookLoadRun"}, "commonLabels": map[string]string{"model_name": model},
+		"version": "4", "groupKey": "{}:{alertname=\"" + alertname + "\"}", "status": "firing", "receiver": "casebook",
+		"groupLabels": map[string]string{"alertname": alertname}, "commonLabels": map[string]string{"model_name": model},
 		"externalURL": "http://alertmanager.invalid", "alerts": alerts,
 	})
 	return b
