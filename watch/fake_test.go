@@ -194,37 +194,3 @@ func runMinutes(w *Watcher, clk *clock, n int) (opened int) {
 	}
 	return opened
 }
-
-// fakeFleetSource is fakeSource that also reads every scope at once, as
-// telemetry's Fleet does: 65 one-minute history points before `at` and the
-// current value at `at`.
-type fakeFleetSource struct {
-	*fakeSource
-	fleets int
-}
-
-func (f *fakeFleetSource) Fleet(ctx context.Context, at time.Time) (metrics.Fleet, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.fleets++
-	if f.failing {
-		return metrics.Fleet{}, errors.New("fake: fleet query timed out")
-	}
-	fl := metrics.Fleet{At: at}
-	for _, sc := range f.scopes {
-		snap := metrics.Snapshot{At: at, Scope: sc, Current: metrics.Values{}}
-		for i := 65; i >= 1; i-- {
-			t := at.Add(-time.Duration(i) * time.Minute)
-			p := metrics.Point{At: t, Values: metrics.Values{}}
-			for _, m := range metrics.Catalog {
-				p.Values[m.ID] = f.value(sc, m.ID, t)
-			}
-			snap.History = append(snap.History, p)
-		}
-		for _, m := range metrics.Catalog {
-			snap.Current[m.ID] = f.value(sc, m.ID, at)
-		}
-		fl.Snapshots = append(fl.Snapshots, snap)
-	}
-	return fl, nil
-}

@@ -26,15 +26,6 @@ type Source interface {
 	Range(ctx context.Context, scope metrics.Scope, ids []string, r metrics.Range) ([]metrics.Series, error)
 }
 
-// FleetSource is a Source that can also read every scope's recent minutes
-// at once: one query per metric for the whole fleet instead of one per
-// scope and metric (*telemetry.Telemetry's Fleet). Warm scopes are then
-// fed from it; a scope's warm-up, and any scope the reading lacks, still
-// use Range.
-type FleetSource interface {
-	Fleet(ctx context.Context, at time.Time) (metrics.Fleet, error)
-}
-
 // Opener opens an incident through the console's one incident path.
 // *incident.Service implements it.
 type Opener interface {
@@ -132,7 +123,6 @@ type Watcher struct {
 	resolved []Active
 
 	scopesErr bool // the last Scopes call failed (logged once)
-	fleetErr  bool // the last Fleet reading failed (logged once)
 
 	last    RoundReport // the last round Run finished (under mu)
 	hasLast bool
@@ -257,7 +247,6 @@ func (w *Watcher) Round(ctx context.Context) RoundStats {
 		w.scopesErr = false
 	}
 	listed := make(map[metrics.Scope]bool, len(scopes))
-	recent := w.readFleet(ctx, now, scopes)
 	var fired []forecast.Alert
 	for _, sc := range scopes {
 		if ctx.Err() != nil {
@@ -273,7 +262,7 @@ func (w *Watcher) Round(ctx context.Context) RoundStats {
 		if !st.warm {
 			rs.Warmed++
 		}
-		f, n := w.evaluate(ctx, sc, st, now, recent[sc])
+		f, n := w.evaluate(ctx, sc, st, now)
 		fired = append(fired, f...)
 		rs.Points += n
 		rs.Scopes++
@@ -350,81 +339,13 @@ func (w *Watcher) missing(listed map[metrics.Scope]bool, now time.Time) {
 	}
 }
 
-// readFleet reads the whole fleet's recent minutes once for the round,
-// when the source can and a scope is warm enough to use them; nil
-// otherwise (every scope then reads its own range).
-func (w *Watcher) readFleet(ctx context.Context, now time.Time, scopes []metrics.Scope) map[metrics.Scope]metrics.Snapshot {
-	fs, ok := w.opts.Source.(FleetSource)
-	if !ok {
-		return nil
-	}
-	warm := 0
-	w.mu.Lock()
-	for _, sc := range scopes {
-		if st := w.scopes[sc]; st != nil && st.warm {
-			warm++
-		}
-	}
-	w.mu.Unlock()
-	if warm < minFleetWarm {
-		return nil
-	}
-	f, err := fs.Fleet(ctx, now.Truncate(w.opts.Step))
-	if err != nil {
-		if !w.fleetErr {
-			w.log.Warn("watch: reading the fleet at once failed; each scope reads its own range", "err", err)
-			w.fleetErr = true
-		}
-		return nil
-	}
-	if w.fleetErr {
-		w.log.Info("watch: the fleet reads at once again")
-		w.fleetErr = false
-	}
-	out := make(map[metrics.Scope]metrics.Snapshot, len(f.Snapshots))
-	for _, s := range f.Snapshots {
-		out[s.Scope] = s
-	}
-	return out
-}
-
-// minFleetWarm is how many warm scopes make one fleet reading (a query
-// per metric and level) cheaper than their own range reads (a query per
-// metric each).
-const minFleetWarm = 4
-
-// fromSnapshot returns the series of ids in snap's history and current
-// value from `from` on: the points a Range read of [from, snap.At] at the
-// snapshot's one-minute step would return. ok is false when the snapshot
-// is not at `at` or its history starts after `from`, so it cannot stand
-// in for that read.
-func fromSnapshot(snap metrics.Snapshot, ids []string, from, at time.Time) ([]metrics.Series, bool) {
-	if !snap.At.Equal(at) || len(snap.History) == 0 || snap.History[0].At.After(from) {
-		return nil, false
-	}
-	out := make([]metrics.Series, 0, len(ids))
-	for _, id := range ids {
-		s := metrics.Series{Metric: id}
-		for _, p := range snap.History {
-			if v, ok := p.Values.Get(id); ok && !p.At.Before(from) && p.At.Before(at) {
-				s.Samples = append(s.Samples, metrics.Sample{T: p.At, V: v})
-			}
-		}
-		if v, ok := snap.Current.Get(id); ok && !at.Before(from) {
-			s.Samples = append(s.Samples, metrics.Sample{T: at, V: v})
-		}
-		out = append(out, s)
-	}
-	return out, true
-}
-
 // readChunk bounds one Range read, well under the 11,000 points a
 // Prometheus range query answers.
 const readChunk = 24 * time.Hour
 
 // evaluate reads a scope's new minutes and feeds them to its detector,
 // returning the alerts that fired and the number of points observed.
-func (w *Watcher) evaluate(ctx context.Context, sc metrics.Scope, st *scopeState, now time.Time, recent metrics.Snapshot) ([]forecast.Alert, int) {
+func (w *Watcher) evaluate(ctx context.Context, sc metrics.Scope, st *scopeState, now time.Time) ([]forecast.Alert, int) {
 	last := now.Truncate(w.opts.Step)
 	if st.next.After(last) {
 		return nil, 0
@@ -436,14 +357,7 @@ func (w *Watcher) evaluate(ctx context.Context, sc metrics.Scope, st *scopeState
 		if to.After(last.Add(w.opts.Step)) {
 			to = last.Add(w.opts.Step)
 		}
-		series, ok := []metrics.Series(nil), false
-		if st.warm && w.opts.Step == time.Minute {
-			series, ok = fromSnapshot(recent, w.opts.Metrics, from, last)
-		}
-		var err error
-		if !ok {
-			series, err = w.opts.Source.Range(ctx, sc, w.opts.Metrics, metrics.Range{Start: from, End: to, Step: w.opts.Step})
-		}
+		series, err := w.opts.Source.Range(ctx, sc, w.opts.Metrics, metrics.Range{Start: from, End: to, Step: w.opts.Step})
 		if err != nil {
 			if !st.readErr {
 				w.log.Warn("watch: reading the scope's series failed; it is skipped until it reads again", "scope", sc.String(), "err", err)

@@ -3,7 +3,6 @@ package watch
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -448,53 +447,5 @@ func TestRunReportsItsLastRound(t *testing.T) {
 	}
 	if want := r.Warmed == 0 && r.Took > r.Interval; r.Behind() != want {
 		t.Errorf("Behind() = %v for a %s round every %s", r.Behind(), r.Took, r.Interval)
-	}
-}
-
-// TestWarmScopesReadTheFleetAtOnce: with a source that reads the whole
-// fleet at once, warm scopes take their new minutes from that one reading
-// (no range read per scope and round) and the detector opens the same
-// incidents as with per-scope reads.
-func TestWarmScopesReadTheFleetAtOnce(t *testing.T) {
-	var scopes []metrics.Scope
-	for i := range minFleetWarm + 1 {
-		scopes = append(scopes, metrics.Scope{Model: testScope.Model, Instance: fmt.Sprintf("pod-%d", i)})
-	}
-	run := func(t *testing.T, fleet bool) ([]opened, *fakeFleetSource) {
-		base := &fakeSource{scopes: scopes, step: 2, stepped: map[string]bool{metrics.TTFT: true, metrics.E2E: true},
-			onlyIn: map[string]bool{scopes[2].String() + "|" + metrics.TTFT: true, scopes[2].String() + "|" + metrics.E2E: true}}
-		fs := &fakeFleetSource{fakeSource: base}
-		var src Source = base
-		if fleet {
-			src = fs
-		}
-		op := &fakeOpener{}
-		clk := &clock{t: start.Add(3 * 24 * time.Hour)}
-		w, err := New(Options{Source: src, Opener: op, Metrics: testIDs, History: 3 * 24 * time.Hour, Now: clk.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Round(context.Background())
-		warmRanges := base.ranges
-		runMinutes(w, clk, 2*60)
-		base.set(func(f *fakeSource) { f.stepAt = clk.Now().Truncate(time.Minute).Add(time.Minute) })
-		runMinutes(w, clk, 30)
-		if fleet {
-			if base.ranges != warmRanges {
-				t.Errorf("%d range reads after the warm-up, want none: the fleet reading serves warm scopes", base.ranges-warmRanges)
-			}
-			if fs.fleets != 2*60+30 {
-				t.Errorf("%d fleet readings over %d rounds, want one per round after the warm-up", fs.fleets, 2*60+30)
-			}
-		}
-		return op.list(), fs
-	}
-	perScope, _ := run(t, false)
-	atOnce, _ := run(t, true)
-	if len(perScope) != 1 || perScope[0].scope != scopes[2] {
-		t.Fatalf("per-scope reads opened %+v, want one incident on %v", perScope, scopes[2])
-	}
-	if len(atOnce) != len(perScope) || atOnce[0].scope != perScope[0].scope || atOnce[0].tr.Title != perScope[0].tr.Title {
-		t.Errorf("fleet reads opened %+v, per-scope reads %+v", atOnce, perScope)
 	}
 }
