@@ -67,6 +67,9 @@ func (h *Overview) Show(c echo.Context) error {
 		})
 		return render(c, http.StatusOK, views.OverviewPage(vm))
 	}
+	// The reading may be a few seconds older than the request (see
+	// Telemetry.Fleet): say when its figures are from.
+	vm.Generated = fleet.At
 	groups := h.d.classifyFleet(fleet)
 	vm.Summary = fleetSummary(fleet, groups)
 	var matched []*fleetGroup
