@@ -108,6 +108,21 @@ func (t *Telemetry) Fleet(ctx context.Context, at time.Time) (metrics.Fleet, err
 	}
 }
 
+// CachedFleet returns the latest reading of the fleet when it can stand
+// for one at `at` (as Fleet would answer with it), without reading: pages
+// that show a few scopes take their snapshots from it when a viewer of the
+// overview or the detector has just read the fleet.
+func (t *Telemetry) CachedFleet(at time.Time) (metrics.Fleet, bool) {
+	c := &t.fleet
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ok {
+		return metrics.Fleet{}, false
+	}
+	d := at.Sub(c.last.At)
+	return c.last, d > -FleetCacheFor && d < FleetStaleFor
+}
+
 // readFleetInto reads the fleet at `at` as the reading in flight (ch),
 // keeps it in c unless a later one is there, and ends the flight.
 func (t *Telemetry) readFleetInto(ctx context.Context, c *fleetCache, ch chan struct{}, at time.Time) (metrics.Fleet, error) {
@@ -153,7 +168,7 @@ type fleetAnswer struct {
 // readFleet reads every scope at `at` with one instant and one range
 // query per fleetQuery.
 func (t *Telemetry) readFleet(ctx context.Context, at time.Time) (metrics.Fleet, error) {
-	scopes, err := t.Scopes(ctx)
+	scopes, seen, err := t.listScopes(ctx)
 	if err != nil {
 		return metrics.Fleet{}, fmt.Errorf("telemetry: fleet: %w", err)
 	}
@@ -193,6 +208,10 @@ func (t *Telemetry) readFleet(ctx context.Context, at time.Time) (metrics.Fleet,
 	wg.Wait()
 
 	b := newFleetBuilder(scopes, at, hStart, inst)
+	for _, s := range scopes {
+		// The engine a scope is read with, as Snapshot says it.
+		b.snaps[s].Engine = t.engineStatus(s, seen[s], instancesOf(s, scopes)).Engine
+	}
 	gpuScope := gpuScopes(join, engines)
 	var errs []error
 	for i, q := range qs {
