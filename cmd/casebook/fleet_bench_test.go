@@ -141,7 +141,10 @@ func cpuTime() time.Duration {
 // shared readings' few seconds. The fleets are back-filled with 70
 // minutes, so the 7-day view here reads 70 minutes of data over a 7-day
 // window: its cost beyond that is the chart cache's (see
-// telemetry.BenchmarkRange7dAllDimensions).
+// telemetry.BenchmarkRange7dAllDimensions). The "after-overview" pages
+// are asked for at the wall clock just after a GET /, as by a viewer who
+// comes from the overview: they take their snapshots from its reading of
+// the fleet.
 //
 //	go test -tags sqlite_fts5 -run '^$' -bench ScopeFleet -benchtime 20x -timeout 30m ./cmd/casebook/
 func BenchmarkScopeFleet(b *testing.B) {
@@ -154,9 +157,11 @@ func BenchmarkScopeFleet(b *testing.B) {
 				b.Fatalf("scopes: %v (%d)", err, len(scopes))
 			}
 			model, inst := scopes[0], scopes[1] // sorted: a model, then its first instance
+			instPath := route.URL(route.ScopeInstance, inst.Model, inst.Instance)
+			modelPath := route.URL(route.ScopeModel, model.Model)
 			for _, page := range []struct{ name, path string }{
-				{"instance", route.URL(route.ScopeInstance, inst.Model, inst.Instance)},
-				{"model", route.URL(route.ScopeModel, model.Model)},
+				{"instance", instPath},
+				{"model", modelPath},
 				{"instance-7d", route.URLQuery(route.ScopeInstance, url.Values{"range": {"7d"}}, inst.Model, inst.Instance)},
 			} {
 				b.Run(page.name, func(b *testing.B) {
@@ -165,6 +170,23 @@ func BenchmarkScopeFleet(b *testing.B) {
 						at = at.Add(-6 * time.Second)
 						return at
 					}})
+					overviewLatency(b, srv, page.path)
+				})
+			}
+			// A viewer who comes from the overview: the scope pages take
+			// their snapshots from its reading of the fleet while it is
+			// recent (telemetry.FleetStaleFor).
+			for _, page := range []struct{ name, path string }{
+				{"instance-after-overview", instPath},
+				{"model-after-overview", modelPath},
+			} {
+				b.Run(page.name, func(b *testing.B) {
+					srv := web.New(web.Options{Telemetry: tel, Diagnoser: diag, RequestTimeout: benchTimeout})
+					rec := httptest.NewRecorder()
+					srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+					if rec.Code != http.StatusOK {
+						b.Fatalf("GET /: %d", rec.Code)
+					}
 					overviewLatency(b, srv, page.path)
 				})
 			}
