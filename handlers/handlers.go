@@ -24,6 +24,9 @@ type Telemetry interface {
 	// Fleet captures every scope at about one instant, reading the whole
 	// fleet at once; readers within a few seconds share one reading.
 	Fleet(ctx context.Context, at time.Time) (metrics.Fleet, error)
+	// CachedFleet is the latest reading Fleet would answer `at` with, if
+	// there is one; it never reads.
+	CachedFleet(at time.Time) (metrics.Fleet, bool)
 	// Status reports the health of each metric source.
 	Status() []metrics.SourceStatus
 }

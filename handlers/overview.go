@@ -67,6 +67,9 @@ func (h *Overview) Show(c echo.Context) error {
 		})
 		return render(c, http.StatusOK, views.OverviewPage(vm))
 	}
+	// The reading may be a few seconds older than the request (see
+	// Telemetry.Fleet): say when its figures are from.
+	vm.Generated = fleet.At
 	groups := h.d.classifyFleet(fleet)
 	vm.Summary = fleetSummary(fleet, groups)
 	var matched []*fleetGroup
@@ -350,7 +353,7 @@ func (d *Deps) scopeRows(ctx context.Context, scopes []metrics.Scope, now time.T
 // sparklines. The second result is the largest anomalous |z|, for
 // ordering.
 func (d *Deps) row(ctx context.Context, s metrics.Scope, now time.Time) (views.ScopeRow, float64) {
-	snap, err := d.Telemetry.Snapshot(ctx, s, now)
+	snap, err := d.snapshot(ctx, s, now)
 	if err != nil {
 		d.Logger.WarnContext(ctx, "overview: snapshot failed", "scope", s.String(), "err", err)
 		r := views.ScopeRow{Scope: s, Href: views.ScopePath(s, nil), Err: "could not read metrics: " + err.Error()}
@@ -366,6 +369,20 @@ func (d *Deps) row(ctx context.Context, s metrics.Scope, now time.Time) (views.S
 		}
 	}
 	return c.row, c.worst
+}
+
+// snapshot is the scope's snapshot at `at`: from the fleet's latest
+// reading when it can stand for one at `at` (a viewer of the overview or
+// the detector has just read the whole fleet), else captured alone.
+func (d *Deps) snapshot(ctx context.Context, s metrics.Scope, at time.Time) (metrics.Snapshot, error) {
+	if f, ok := d.Telemetry.CachedFleet(at); ok {
+		for _, snap := range f.Snapshots {
+			if snap.Scope == s {
+				return snap, nil
+			}
+		}
+	}
+	return d.Telemetry.Snapshot(ctx, s, at)
 }
 
 // classify sets a scope's status per dimension and overall and names its

@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,30 @@ func TestOverviewCostFollowsThePage(t *testing.T) {
 	// The two pages differ only in counts and names; allow 2%.
 	if d := sizes[60] - sizes[25]; d < -sizes[25]/50 || d > sizes[25]/50 {
 		t.Errorf("HTML of a 60-model fleet is %d bytes, of a 25-model fleet %d: it grows with the fleet", sizes[60], sizes[25])
+	}
+}
+
+// csrf matches a form's token, which differs from one fixture to another.
+var csrf = regexp.MustCompile(`name="csrf_token" value="[0-9a-f]+"`)
+
+// TestScopePagesFromTheFleetReading checks that the scope pages show the
+// same rows and statuses whether their snapshots come from a recent
+// reading of the whole fleet or are captured scope by scope.
+func TestScopePagesFromTheFleetReading(t *testing.T) {
+	alone := fleetTel(5)
+	shared := fleetTel(5)
+	shared.FleetCached = true
+	for _, path := range []string{"/scopes/m03", "/scopes/m03/m03-1"} {
+		want := newFixture(t, alone, nil).get(t, path)
+		got := newFixture(t, shared, nil).get(t, path)
+		if got.status != http.StatusOK || want.status != http.StatusOK {
+			t.Fatalf("GET %s: %d from the fleet reading, %d alone", path, got.status, want.status)
+		}
+		if !strings.Contains(got.body, "st-crit") {
+			t.Errorf("GET %s from the fleet reading shows no critical status", path)
+		}
+		if csrf.ReplaceAllString(got.body, "") != csrf.ReplaceAllString(want.body, "") {
+			t.Errorf("GET %s differs when read from the fleet reading", path)
+		}
 	}
 }

@@ -185,7 +185,7 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 
 	// Status colours come from the deviations at the end of the window.
 	status := map[string]views.Status{}
-	if snap, err := h.d.Telemetry.Snapshot(ctx, scope, w.To); err != nil {
+	if snap, err := h.d.snapshot(ctx, scope, w.To); err != nil {
 		h.d.Logger.WarnContext(ctx, "scopes: snapshot for status failed", "scope", scope.String(), "err", err)
 	} else {
 		dev := h.d.deviations(snap)

@@ -107,9 +107,10 @@
 // # Snapshots
 //
 // Snapshot follows the contract in DESIGN.md: current holds every catalog
-// metric at the instant, history 65 points at a 1-minute step over
-// [at-65m, at-1m]: an hour of baseline and the five minutes before the
-// current one, which show what moved first. Values that are not finite (a ratio over an idle minute)
+// metric at the instant, history 65 points at a 1-minute step on whole
+// minutes, the last one the whole minute at or before at-1m: an hour of
+// baseline and the five minutes before the current one, which show what
+// moved first. Values that are not finite (a ratio over an idle minute)
 // are dropped so the field is missing rather than wrong; small overshoots of
 // a metric's bounds from rate extrapolation are clamped, large ones dropped.
 //
@@ -117,7 +118,13 @@
 // and one range query per catalog metric and aggregation level (by
 // model_name and the instance label, by model_name, or GPUs by the join
 // labels), so the number of queries does not grow with the fleet. A
-// reading is shared by every reader for FleetCacheFor.
+// reading is shared by every reader for FleetCacheFor, and served for up
+// to FleetStaleFor while a newer one is read in the background; the
+// scope pages take their snapshots from it while it is that recent
+// (CachedFleet). History points lie on whole minutes so that a reading
+// evaluates only the minutes its predecessor had not settled. FleetRange
+// reads a span of every scope's series the same way, for the detector.
+// The scope listing is shared for FleetCacheFor too.
 //
 // # Tiers
 //

@@ -3,8 +3,10 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/casebook/casebook/metrics"
@@ -68,9 +70,48 @@ func (t *Telemetry) modelLabel() string {
 	return t.opts.ModelLabel
 }
 
+// scopesCacheFor is how long one listing of the scopes serves: the scrape
+// interval, as for the fleet's reading. Every page, snapshot and detector
+// round lists the scopes, and at a large fleet the listing reads a day of
+// every engine's liveness gauge.
+const scopesCacheFor = FleetCacheFor
+
+// scopesCache holds the latest listing of the scopes.
+type scopesCache struct {
+	mu      sync.Mutex
+	at      time.Time
+	scopes  []metrics.Scope
+	engines map[metrics.Scope][]metrics.Engine
+}
+
 // listScopes answers scopeQuery: the scopes, sorted, and the engines each
-// scope's series came from (a model's are its instances').
+// scope's series came from (a model's are its instances'). A listing
+// younger than scopesCacheFor is reused; callers may modify the returned
+// slice but not the map.
 func (t *Telemetry) listScopes(ctx context.Context) ([]metrics.Scope, map[metrics.Scope][]metrics.Engine, error) {
+	c := &t.scopes
+	c.mu.Lock()
+	if !c.at.IsZero() && time.Since(c.at) < scopesCacheFor {
+		scopes, engines := slices.Clone(c.scopes), c.engines
+		c.mu.Unlock()
+		return scopes, engines, nil
+	}
+	c.mu.Unlock()
+	began := time.Now()
+	scopes, engines, err := t.readScopes(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.mu.Lock()
+	if began.After(c.at) {
+		c.at, c.scopes, c.engines = began, scopes, engines
+	}
+	c.mu.Unlock()
+	return slices.Clone(scopes), engines, nil
+}
+
+// readScopes lists the scopes from the source.
+func (t *Telemetry) readScopes(ctx context.Context) ([]metrics.Scope, map[metrics.Scope][]metrics.Engine, error) {
 	inst := t.opts.InstanceLabel
 	rs, err := t.querier.Instant(ctx, t.scopeQuery(), time.Now())
 	if err != nil {

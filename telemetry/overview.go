@@ -16,6 +16,12 @@ import (
 // that a cached reading is never more than one scrape behind.
 const FleetCacheFor = DefaultScrapeInterval
 
+// FleetStaleFor is how much older than asked for a reading Fleet may
+// answer with while it reads the fleet anew in the background. It is
+// shorter than the pages' live refresh interval plus a reading's
+// duration, so a viewer sees figures of the previous refresh at worst.
+const FleetStaleFor = time.Minute
+
 // fleetCache holds the latest reading of the fleet and the one in flight.
 type fleetCache struct {
 	mu      sync.Mutex
@@ -35,10 +41,12 @@ type fleetCache struct {
 // folded from its instances' (see gpuFold).
 //
 // One reading serves every caller whose `at` is within FleetCacheFor of
-// it, and callers that arrive while a reading is in flight take it when
-// it ends (a slow reading of a large fleet is not repeated for each
-// viewer who waited for it). The returned
-// snapshots are shared: callers must not modify them.
+// it. A caller whose `at` is later by less than FleetStaleFor gets it too,
+// while a reading of its `at` runs in the background (the Fleet's At says
+// which instant it shows). Callers that arrive while a reading is in
+// flight take it when it ends (a slow reading of a large fleet is not
+// repeated for each viewer who waited for it). The returned snapshots are
+// shared: callers must not modify them.
 func (t *Telemetry) Fleet(ctx context.Context, at time.Time) (metrics.Fleet, error) {
 	if at.IsZero() {
 		at = time.Now()
@@ -49,6 +57,27 @@ func (t *Telemetry) Fleet(ctx context.Context, at time.Time) (metrics.Fleet, err
 		c.mu.Lock()
 		if c.ok && absDuration(at.Sub(c.last.At)) < FleetCacheFor {
 			f := c.last
+			c.mu.Unlock()
+			return f, nil
+		}
+		if c.ok && at.After(c.last.At) && at.Sub(c.last.At) < FleetStaleFor && t.bg.Err() == nil {
+			// Serve the latest reading and refresh it in the background:
+			// at a large fleet a reading takes seconds, and a viewer
+			// should not wait for it on every refresh.
+			f := c.last
+			if c.running == nil {
+				ch := make(chan struct{})
+				c.running, c.runningAt, c.runningSince = ch, at, time.Now()
+				t.wg.Add(1)
+				go func() {
+					defer t.wg.Done()
+					ctx, cancel := context.WithTimeout(t.bg, 2*embeddedQueryTimeout)
+					defer cancel()
+					if _, err := t.readFleetInto(ctx, c, ch, at); err != nil {
+						t.log.Warn("refreshing the fleet's reading failed", "err", err)
+					}
+				}()
+			}
 			c.mu.Unlock()
 			return f, nil
 		}
@@ -75,16 +104,37 @@ func (t *Telemetry) Fleet(ctx context.Context, at time.Time) (metrics.Fleet, err
 		c.running, c.runningAt, c.runningSince = ch, at, time.Now()
 		c.mu.Unlock()
 
-		f, err := t.readFleet(ctx, at)
-		c.mu.Lock()
-		c.running = nil
-		if err == nil && (!c.ok || !f.At.Before(c.last.At)) {
-			c.last, c.ok = f, true
-		}
-		c.mu.Unlock()
-		close(ch)
-		return f, err
+		return t.readFleetInto(ctx, c, ch, at)
 	}
+}
+
+// CachedFleet returns the latest reading of the fleet when it can stand
+// for one at `at` (as Fleet would answer with it), without reading: pages
+// that show a few scopes take their snapshots from it when a viewer of the
+// overview or the detector has just read the fleet.
+func (t *Telemetry) CachedFleet(at time.Time) (metrics.Fleet, bool) {
+	c := &t.fleet
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ok {
+		return metrics.Fleet{}, false
+	}
+	d := at.Sub(c.last.At)
+	return c.last, d > -FleetCacheFor && d < FleetStaleFor
+}
+
+// readFleetInto reads the fleet at `at` as the reading in flight (ch),
+// keeps it in c unless a later one is there, and ends the flight.
+func (t *Telemetry) readFleetInto(ctx context.Context, c *fleetCache, ch chan struct{}, at time.Time) (metrics.Fleet, error) {
+	f, err := t.readFleet(ctx, at)
+	c.mu.Lock()
+	c.running = nil
+	if err == nil && (!c.ok || !f.At.Before(c.last.At)) {
+		c.last, c.ok = f, true
+	}
+	c.mu.Unlock()
+	close(ch)
+	return f, err
 }
 
 func absDuration(d time.Duration) time.Duration {
@@ -118,7 +168,7 @@ type fleetAnswer struct {
 // readFleet reads every scope at `at` with one instant and one range
 // query per fleetQuery.
 func (t *Telemetry) readFleet(ctx context.Context, at time.Time) (metrics.Fleet, error) {
-	scopes, err := t.Scopes(ctx)
+	scopes, seen, err := t.listScopes(ctx)
 	if err != nil {
 		return metrics.Fleet{}, fmt.Errorf("telemetry: fleet: %w", err)
 	}
@@ -128,26 +178,12 @@ func (t *Telemetry) readFleet(ctx context.Context, at time.Time) (metrics.Fleet,
 	}
 	gpuOK := err == nil && join.InstanceLabel != ""
 	inst := t.opts.InstanceLabel
-	sel := metrics.Selectors{InstanceLabel: inst}
+	qs := t.fleetQueries(metrics.Catalog, join, gpuOK)
 
-	var qs []fleetQuery
-	for _, m := range metrics.Catalog {
-		switch {
-		case m.Source != metrics.SourceGPU:
-			qs = append(qs,
-				fleetQuery{m, levelInstance, func(w time.Duration) string { return m.QueryBy(sel, w, []string{"model_name", inst}) }},
-				fleetQuery{m, levelModel, func(w time.Duration) string { return m.QueryBy(sel, w, []string{"model_name"}) }})
-		case gpuOK:
-			by := []string{join.InstanceLabel}
-			if join.NamespaceLabel != "" {
-				by = append(by, join.NamespaceLabel)
-			}
-			qs = append(qs, fleetQuery{m, levelGPU, func(w time.Duration) string { return m.QueryBy(sel, w, by) }})
-		}
-	}
-
-	hStart := at.Add(-historyGap - (historyPoints-1)*historyStep)
-	hEnd := at.Add(-historyGap)
+	hStart, hEnd := historyGrid(at)
+	// Points this far behind the wall clock no longer change (late
+	// scrapes, the downsampler): the next reading reuses them.
+	settled := time.Now().Add(-cacheSettle)
 	curWin := t.res.currentWindow(at)
 	histWin := t.res.rangeWindow(hStart, historyStep)
 	answers := make([]fleetAnswer, len(qs))
@@ -163,12 +199,19 @@ func (t *Telemetry) readFleet(ctx context.Context, at time.Time) (metrics.Fleet,
 			if a.cur, a.err = t.querier.Instant(ctx, q.expr(curWin), at); a.err != nil {
 				return
 			}
-			a.hist, a.err = t.querier.Range(ctx, q.expr(histWin), hStart, hEnd, historyStep)
+			a.hist, a.err = t.fleetHist.get(ctx, q.expr(histWin), hStart, hEnd, settled, historyStep,
+				func(ctx context.Context, from, to time.Time) ([]Result, error) {
+					return t.querier.Range(ctx, q.expr(histWin), from, to, historyStep)
+				})
 		}()
 	}
 	wg.Wait()
 
 	b := newFleetBuilder(scopes, at, hStart, inst)
+	for _, s := range scopes {
+		// The engine a scope is read with, as Snapshot says it.
+		b.snaps[s].Engine = t.engineStatus(s, seen[s], instancesOf(s, scopes)).Engine
+	}
 	gpuScope := gpuScopes(join, engines)
 	var errs []error
 	for i, q := range qs {
@@ -213,6 +256,30 @@ func (t *Telemetry) readFleet(ctx context.Context, at time.Time) (metrics.Fleet,
 	return f, nil
 }
 
+// fleetQueries are the queries that read ms for the whole fleet: engine
+// metrics by instance and by model, GPU metrics by the join labels (when
+// the GPUs join).
+func (t *Telemetry) fleetQueries(ms []metrics.Metric, join GPUJoin, gpuOK bool) []fleetQuery {
+	inst := t.opts.InstanceLabel
+	sel := metrics.Selectors{InstanceLabel: inst}
+	var qs []fleetQuery
+	for _, m := range ms {
+		switch {
+		case m.Source != metrics.SourceGPU:
+			qs = append(qs,
+				fleetQuery{m, levelInstance, func(w time.Duration) string { return m.QueryBy(sel, w, []string{"model_name", inst}) }},
+				fleetQuery{m, levelModel, func(w time.Duration) string { return m.QueryBy(sel, w, []string{"model_name"}) }})
+		case gpuOK:
+			by := []string{join.InstanceLabel}
+			if join.NamespaceLabel != "" {
+				by = append(by, join.NamespaceLabel)
+			}
+			qs = append(qs, fleetQuery{m, levelGPU, func(w time.Duration) string { return m.QueryBy(sel, w, by) }})
+		}
+	}
+	return qs
+}
+
 // gpuScopes maps the GPU join's values ("pod", or "pod\x00namespace" for
 // engines with a namespace) to the engine instance they belong to.
 func gpuScopes(join GPUJoin, engines []EngineRef) map[string]metrics.Scope {
@@ -253,10 +320,19 @@ func newFleetBuilder(scopes []metrics.Scope, at, hStart time.Time, inst string) 
 
 // scopeOf names the listed scope a series of an answer belongs to.
 func (b *fleetBuilder) scopeOf(level fleetLevel, ls map[string]string, join GPUJoin, gpuScope map[string]metrics.Scope) (metrics.Scope, bool) {
+	s, ok := seriesScope(level, ls, b.inst, join, gpuScope)
+	_, listed := b.snaps[s]
+	return s, ok && listed
+}
+
+// seriesScope names the scope a series of a fleetQuery's answer belongs
+// to: inst is the engines' instance label, and gpuScope maps the GPU join
+// (see gpuScopes).
+func seriesScope(level fleetLevel, ls map[string]string, inst string, join GPUJoin, gpuScope map[string]metrics.Scope) (metrics.Scope, bool) {
 	var s metrics.Scope
 	switch level {
 	case levelInstance:
-		s = metrics.Scope{Model: ls["model_name"], Instance: ls[b.inst]}
+		s = metrics.Scope{Model: ls["model_name"], Instance: ls[inst]}
 		if s.Instance == "" {
 			return s, false
 		}
@@ -275,8 +351,7 @@ func (b *fleetBuilder) scopeOf(level fleetLevel, ls map[string]string, join GPUJ
 			return s, false
 		}
 	}
-	_, listed := b.snaps[s]
-	return s, listed && s.Model != ""
+	return s, s.Model != ""
 }
 
 func (b *fleetBuilder) setCurrent(s metrics.Scope, m metrics.Metric, ss []metrics.Sample) {

@@ -76,6 +76,9 @@ func TestFleetMatchesSnapshots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if got.Engine != want.Engine {
+				t.Errorf("%s: engine %q, Snapshot has %q", got.Scope, got.Engine, want.Engine)
+			}
 			if len(got.Current) == 0 || len(got.Current) != len(want.Current) {
 				t.Errorf("%s: %d current values, Snapshot has %d", got.Scope, len(got.Current), len(want.Current))
 			}

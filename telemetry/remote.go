@@ -203,7 +203,26 @@ func labelMap(m model.Metric) map[string]string {
 }
 
 func sortResults(rs []Result) {
-	sort.Slice(rs, func(i, j int) bool { return labelKey(rs[i].Labels) < labelKey(rs[j].Labels) })
+	// One key per series, not two per comparison: a fleet-wide answer
+	// holds thousands of series.
+	keys := make([]string, len(rs))
+	for i, r := range rs {
+		keys[i] = labelKey(r.Labels)
+	}
+	sort.Sort(byKey{rs, keys})
+}
+
+// byKey sorts results by their precomputed label keys.
+type byKey struct {
+	rs   []Result
+	keys []string
+}
+
+func (b byKey) Len() int           { return len(b.rs) }
+func (b byKey) Less(i, j int) bool { return b.keys[i] < b.keys[j] }
+func (b byKey) Swap(i, j int) {
+	b.rs[i], b.rs[j] = b.rs[j], b.rs[i]
+	b.keys[i], b.keys[j] = b.keys[j], b.keys[i]
 }
 
 func labelKey(m map[string]string) string {

@@ -11,8 +11,9 @@ import (
 	"github.com/casebook/casebook/metrics"
 )
 
-// Snapshot history convention: 65 points at a 1-minute step over
-// [at-65m, at-1m]. The diagnosis takes the hour up to at-6m as the
+// Snapshot history convention: 65 points at a 1-minute step, on whole
+// minutes, the last one the whole minute at or before at-1m (see
+// historyGrid). The diagnosis takes the hour up to at-6m as the
 // baseline and the last five minutes as the recent points that show which
 // metric moved first (diagnose.RecentWindow).
 const (
@@ -20,6 +21,15 @@ const (
 	historyStep   = time.Minute
 	historyGap    = time.Minute
 )
+
+// historyGrid returns the first and last history instant of a reading at
+// `at`. The instants lie on whole minutes, so that readings a few seconds
+// apart share them and a reading of the fleet can reuse the settled
+// points of the one before (fleetHistory).
+func historyGrid(at time.Time) (start, end time.Time) {
+	end = at.Add(-historyGap).Truncate(historyStep)
+	return end.Add(-(historyPoints - 1) * historyStep), end
+}
 
 // queryParallelism bounds the catalog queries in flight for one request.
 const queryParallelism = 4
@@ -41,8 +51,7 @@ func (t *Telemetry) Snapshot(ctx context.Context, scope metrics.Scope, at time.T
 		return metrics.Snapshot{}, fmt.Errorf("telemetry: snapshot %s: %w", scope, err)
 	}
 	absent := map[string]string{}
-	hStart := at.Add(-historyGap - (historyPoints-1)*historyStep)
-	hEnd := at.Add(-historyGap)
+	hStart, hEnd := historyGrid(at)
 	curWin := t.res.currentWindow(at)
 	histWin := t.res.rangeWindow(hStart, historyStep)
 

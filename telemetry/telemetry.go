@@ -76,6 +76,9 @@ type Telemetry struct {
 	res     resolutions
 	ranges  *rangeCache // settled points of long chart ranges
 	fleet   fleetCache  // the latest reading of every scope (Fleet)
+	scopes  scopesCache // the latest listing of the scopes (Scopes)
+	// fleetHist keeps the settled history points of Fleet's range queries.
+	fleetHist fleetHistory
 	// noRecords notes the recorded tiers a remote Prometheus lacks.
 	noRecords recordAbsence
 
@@ -93,6 +96,7 @@ type Telemetry struct {
 	tiers *tierSet // nil in remote mode
 	dcgm  *dcgmCollector
 
+	bg     context.Context // ends at Close; background work runs under it
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
@@ -156,7 +160,7 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 	}
 	t := &Telemetry{opts: opts, log: opts.Logger, status: newStatusBoard(opts.Logger), ranges: newRangeCache(), engineOverrides: overrides}
 	bg, cancel := context.WithCancel(context.Background())
-	t.cancel = cancel
+	t.bg, t.cancel = bg, cancel
 
 	if opts.PrometheusURL != "" {
 		if opts.Demo != nil || len(opts.Targets) > 0 || opts.DCGM != "" {

@@ -9,8 +9,11 @@
 //
 // Watcher.Round is one evaluation: list the scopes (Source.Scopes), read
 // each scope's catalog series from the minute after the last one it fed up
-// to the current minute at a 1-minute step (Source.Range), and observe
-// every point in time order per metric. The first round of a scope reads
+// to the current minute at a 1-minute step, and observe every point in
+// time order per metric. Warm scopes that share their next minute (all of
+// them in the steady state) are read together, one query per metric for
+// the whole fleet (Source.FleetRange); a scope warming up, or every scope
+// when that read fails, is read alone (Source.Range). The first round of a scope reads
 // History (default 7 days) to warm the scope's detector up; the detector
 // fits its seasonal models from that history and refits them hourly
 // (forecast.DetectorOptions.Refit). Events of the warm-up are not acted

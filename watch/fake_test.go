@@ -33,6 +33,9 @@ type fakeSource struct {
 	gapTo   time.Time
 	failing bool
 	ranges  int
+	// fleetRanges counts the FleetRange calls; fleetFailing fails them.
+	fleetRanges  int
+	fleetFailing bool
 }
 
 func (f *fakeSource) Scopes(ctx context.Context) ([]metrics.Scope, error) {
@@ -75,6 +78,25 @@ func (f *fakeSource) Range(ctx context.Context, sc metrics.Scope, ids []string, 
 	if f.failing {
 		return nil, errors.New("fake: query timed out")
 	}
+	return f.series(sc, ids, r), nil
+}
+
+// FleetRange answers Range for every listed scope.
+func (f *fakeSource) FleetRange(ctx context.Context, ids []string, r metrics.Range) (map[metrics.Scope][]metrics.Series, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.fleetRanges++
+	if f.failing || f.fleetFailing {
+		return nil, errors.New("fake: query timed out")
+	}
+	out := make(map[metrics.Scope][]metrics.Series, len(f.scopes))
+	for _, sc := range f.scopes {
+		out[sc] = f.series(sc, ids, r)
+	}
+	return out, nil
+}
+
+func (f *fakeSource) series(sc metrics.Scope, ids []string, r metrics.Range) []metrics.Series {
 	out := make([]metrics.Series, len(ids))
 	for i, id := range ids {
 		out[i] = metrics.Series{Metric: id, Scope: sc}
@@ -86,7 +108,7 @@ func (f *fakeSource) Range(ctx context.Context, sc metrics.Scope, ids []string, 
 			out[i].Samples = append(out[i].Samples, metrics.Sample{T: t, V: v})
 		}
 	}
-	return out, nil
+	return out
 }
 
 func (f *fakeSource) set(fn func(f *fakeSource)) {

@@ -449,3 +449,35 @@ func TestRunReportsItsLastRound(t *testing.T) {
 		t.Errorf("Behind() = %v for a %s round every %s", r.Behind(), r.Took, r.Interval)
 	}
 }
+
+// TestWatcherReadsWarmScopesTogether checks that after the warm-up a round
+// reads every scope's new minute with one fleet-wide read, not one read
+// per scope, and still observes every point.
+func TestWatcherReadsWarmScopesTogether(t *testing.T) {
+	scopes := []metrics.Scope{{Model: "m"}, {Model: "m", Instance: "m-0"}, {Model: "m", Instance: "m-1"}}
+	src := &fakeSource{scopes: scopes, step: 1, stepped: map[string]bool{}}
+	var log syncBuffer
+	w, _, clk := newTestWatcher(t, src, testIDs, nil, &log)
+	w.Round(context.Background())
+	warm := src.ranges
+	if warm < len(scopes) || src.fleetRanges != 0 {
+		t.Fatalf("warm-up: %d scope reads and %d fleet reads, want at least one per scope and none", warm, src.fleetRanges)
+	}
+	for i := range 3 {
+		clk.advance(time.Minute)
+		r := w.Round(context.Background())
+		if want := len(scopes) * len(testIDs); r.Points != want {
+			t.Errorf("round %d observed %d points, want %d", i, r.Points, want)
+		}
+	}
+	if src.ranges != warm || src.fleetRanges != 3 {
+		t.Errorf("three rounds: %d scope reads and %d fleet reads after the warm-up, want none and 3", src.ranges-warm, src.fleetRanges)
+	}
+	// A failing fleet read falls back to reading scope by scope.
+	src.set(func(f *fakeSource) { f.fleetFailing = true })
+	clk.advance(time.Minute)
+	w.Round(context.Background())
+	if src.ranges != warm+len(scopes) {
+		t.Errorf("after a failed fleet read: %d scope reads, want %d", src.ranges-warm, len(scopes))
+	}
+}

@@ -5,15 +5,21 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/casebook/casebook/demo"
 	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/incident"
+	"github.com/casebook/casebook/internal/route"
+	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/telemetry"
 	"github.com/casebook/casebook/telemetry/sim"
+	"github.com/casebook/casebook/watch"
 	"github.com/casebook/casebook/web"
 )
 
@@ -125,4 +131,118 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkScopeFleet measures the scope pages in embedded mode against the
+// same fleets as BenchmarkOverviewFleet: an instance's live view (the
+// default hour), its model's (which adds a row per instance of that model)
+// and the instance's 7-day view. Each request reads anew (its instant is
+// 6 s before the last one's), as a viewer's live refresh does after the
+// shared readings' few seconds. The fleets are back-filled with 70
+// minutes, so the 7-day view here reads 70 minutes of data over a 7-day
+// window: its cost beyond that is the chart cache's (see
+// telemetry.BenchmarkRange7dAllDimensions). The "after-overview" pages
+// are asked for at the wall clock just after a GET /, as by a viewer who
+// comes from the overview: they take their snapshots from its reading of
+// the fleet.
+//
+//	go test -tags sqlite_fts5 -run '^$' -bench ScopeFleet -benchtime 20x -timeout 30m ./cmd/casebook/
+func BenchmarkScopeFleet(b *testing.B) {
+	for _, f := range fleets {
+		b.Run(fmt.Sprintf("engines=%d", f.engines), func(b *testing.B) {
+			tel := fleetTelemetry(b, f.opts)
+			diag := diagnose.New(diagnose.Options{})
+			scopes, err := tel.Scopes(context.Background())
+			if err != nil || len(scopes) < 2 {
+				b.Fatalf("scopes: %v (%d)", err, len(scopes))
+			}
+			model, inst := scopes[0], scopes[1] // sorted: a model, then its first instance
+			instPath := route.URL(route.ScopeInstance, inst.Model, inst.Instance)
+			modelPath := route.URL(route.ScopeModel, model.Model)
+			for _, page := range []struct{ name, path string }{
+				{"instance", instPath},
+				{"model", modelPath},
+				{"instance-7d", route.URLQuery(route.ScopeInstance, url.Values{"range": {"7d"}}, inst.Model, inst.Instance)},
+			} {
+				b.Run(page.name, func(b *testing.B) {
+					at := time.Now()
+					srv := web.New(web.Options{Telemetry: tel, Diagnoser: diag, RequestTimeout: benchTimeout, Now: func() time.Time {
+						at = at.Add(-6 * time.Second)
+						return at
+					}})
+					overviewLatency(b, srv, page.path)
+				})
+			}
+			// A viewer who comes from the overview: the scope pages take
+			// their snapshots from its reading of the fleet while it is
+			// recent (telemetry.FleetStaleFor).
+			for _, page := range []struct{ name, path string }{
+				{"instance-after-overview", instPath},
+				{"model-after-overview", modelPath},
+			} {
+				b.Run(page.name, func(b *testing.B) {
+					srv := web.New(web.Options{Telemetry: tel, Diagnoser: diag, RequestTimeout: benchTimeout})
+					rec := httptest.NewRecorder()
+					srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+					if rec.Code != http.StatusOK {
+						b.Fatalf("GET /: %d", rec.Code)
+					}
+					overviewLatency(b, srv, page.path)
+				})
+			}
+		})
+	}
+}
+
+// countingOpener takes the incidents the detector opens and counts them.
+type countingOpener struct{ n atomic.Int64 }
+
+func (o *countingOpener) Open(_ context.Context, tr incident.Trigger) (store.Incident, bool, error) {
+	var in store.Incident
+	in.ID, in.Scope = o.n.Add(1), tr.Scope
+	return in, true, nil
+}
+
+// BenchmarkDetectorFleet measures the detector's steady state in embedded
+// mode against the fleets of BenchmarkOverviewFleet: one round per
+// simulated minute, each reading every scope's new minute of every
+// catalog metric from the real telemetry and feeding its detector. The
+// clock walks through the back-filled hour (a round 50 minutes ago reads
+// the same amount of data as one now), after a warm-up round over ten
+// minutes. It reports the CPU time of a round, the share of one core that
+// takes at the 1-minute interval, and the scopes evaluated. The CPU time
+// includes the background scraping of the fleet (see overviewLatency).
+//
+//	go test -tags sqlite_fts5 -run '^$' -bench DetectorFleet -benchtime 10x -timeout 30m ./cmd/casebook/
+func BenchmarkDetectorFleet(b *testing.B) {
+	for _, f := range fleets {
+		b.Run(fmt.Sprintf("engines=%d", f.engines), func(b *testing.B) {
+			tel := fleetTelemetry(b, f.opts)
+			clock := time.Now().Add(-50 * time.Minute).Truncate(time.Minute)
+			w, err := watch.New(watch.Options{Source: tel, Opener: &countingOpener{}, History: 10 * time.Minute,
+				Now: func() time.Time { return clock }})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			w.Round(ctx) // warm-up: ten minutes per scope
+			if b.N > 40 {
+				b.Fatalf("-benchtime %dx walks past the back-filled hour; use at most 40x", b.N)
+			}
+			var scopes, points int
+			cpu0 := cpuTime()
+			for b.Loop() {
+				clock = clock.Add(time.Minute)
+				rs := w.Round(ctx)
+				scopes, points = rs.Scopes, points+rs.Points
+			}
+			cpu := (cpuTime() - cpu0) / time.Duration(b.N)
+			if points == 0 {
+				b.Fatal("the rounds observed no points")
+			}
+			b.ReportMetric(float64(cpu.Microseconds())/1000, "cpu-ms/round")
+			b.ReportMetric(100*cpu.Seconds()/time.Minute.Seconds(), "%core@1m")
+			b.ReportMetric(float64(scopes), "scopes")
+		})
+	}
 }

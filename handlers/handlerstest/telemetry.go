@@ -55,6 +55,9 @@ type Telemetry struct {
 	status     []metrics.SourceStatus
 	// Err, when set, is returned by every call.
 	Err error
+	// FleetCached makes CachedFleet answer with a reading of the fleet,
+	// as after a viewer of the overview.
+	FleetCached bool
 }
 
 type base struct {
@@ -333,4 +336,14 @@ func (t *Telemetry) Fleet(ctx context.Context, at time.Time) (metrics.Fleet, err
 		}
 	}
 	return f, nil
+}
+
+// CachedFleet implements handlers.Telemetry: Fleet's reading when
+// FleetCached is set.
+func (t *Telemetry) CachedFleet(at time.Time) (metrics.Fleet, bool) {
+	if !t.FleetCached {
+		return metrics.Fleet{}, false
+	}
+	f, err := t.Fleet(context.Background(), at)
+	return f, err == nil
 }
