@@ -67,6 +67,15 @@ func explainedBy(c, d string, path float64, r *reader) float64 {
 		// entered through (a bandwidth fault read without the profiling
 		// fields enters through nothing the graph can see).
 		return math.Max(path, queueFromCapacity(r))
+	case c == m.CauseHostOverhead && d == m.CauseMemoryBandwidthBound:
+		// Both explain the same slower step; the GPU's activity tells
+		// which. Held or rising, the time is spent in kernels.
+		fell, rose := gpuActivity(r)
+		return rose * (1 - fell)
+	case c == m.CauseMemoryBandwidthBound && d == m.CauseHostOverhead:
+		// Falling, the same kernels are spread over a longer step.
+		fell, rose := gpuActivity(r)
+		return fell * (1 - rose)
 	case stepCauses[c] && d == m.CauseKVCacheEviction:
 		// Recompute can slow the steps, but only by GPU work.
 		return math.Min(path, stepsFromRecompute(r))
@@ -189,6 +198,32 @@ func serviceTimeRel(r *reader) float64 {
 func stepsFromRecompute(r *reader) float64 {
 	less := maxOf(ramp(-r.z(m.SMUtil), 1, 3), ramp(-r.z(m.DRAMActive), 1, 3), ramp(-r.z(m.TensorActive), 1, 3), ramp(-r.z(m.Power), 1, 3))
 	return 1 - less*(1-r.batchSmall())
+}
+
+// gpuActivity is how clearly the GPU's activity per unit time fell and
+// rose with the slower step: SM duty cycle, DRAM and tensor activity and
+// board power. A step slowed on the GPU (bandwidth, clocks) keeps the GPU
+// at least as busy, since its kernels take longer (elasticity to the step
+// time >= 0); a step slowed off the GPU runs the same kernels over a
+// longer step, so activity per unit time falls with it (elasticity -1 for
+// the duty cycle, less for power, which has an idle floor). A move counts
+// once its elasticity is half-way to that, or its z leaves the noise.
+func gpuActivity(r *reader) (fell, rose float64) {
+	lt := math.Log(maxOf(1, r.rel(m.TPOT), r.rel(m.DecodeTime)))
+	for _, id := range []string{m.SMUtil, m.DRAMActive, m.TensorActive, m.Power} {
+		if !r.has(id) {
+			continue
+		}
+		z := r.z(id)
+		f, u := ramp(-z, 1, 3), ramp(z, 1, 3)
+		if lt >= math.Log(1.2) {
+			// Elasticity only once the step moved beyond a minute's noise.
+			e := math.Log(math.Max(r.rel(id), 1e-3)) / lt
+			f, u = math.Max(f, ramp(-e, 0, 0.5)), math.Max(u, ramp(e, 0, 0.5))
+		}
+		fell, rose = math.Max(fell, f), math.Max(rose, u)
+	}
+	return fell, rose
 }
 
 // clamp01 clamps x to 0-1; NaN gives 0.
