@@ -151,6 +151,12 @@ func queueFromCapacity(r *reader) float64 {
 	la, _ := loadLogs(r)
 	ls := math.Log(math.Max(serviceTimeRel(r), 1))
 	lc := ls - loadDrivenStep(r, ls)
+	// With requests waiting the engine serves at its capacity, and at the
+	// baseline it served at least what arrived: served throughput that
+	// fell under a queue is capacity lost at least that much.
+	if thr := r.rel(m.ThroughputRPS); thr > 0 && thr < 1 {
+		lc = math.Max(lc, -math.Log(thr))
+	}
 	if lc+la <= 0 {
 		return 0
 	}
