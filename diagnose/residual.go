@@ -66,7 +66,11 @@ func explainedBy(c, d string, path float64, r *reader) float64 {
 		// Lost capacity builds a queue whichever metric the cause
 		// entered through (a bandwidth fault read without the profiling
 		// fields enters through nothing the graph can see).
-		return math.Max(path, queueFromCapacity(r))
+		return math.Max(path, queueFromCapacity(r, true))
+	case c == m.CauseQueueBacklog && d == m.CauseEngineErrors:
+		// A failing engine (crashes, restarts, OOM) serves less without
+		// any step getting slower: only the lost throughput counts.
+		return math.Max(path, queueFromCapacity(r, false))
 	case c == m.CauseHostOverhead && d == m.CauseMemoryBandwidthBound:
 		// Both explain the same slower step; the GPU's activity tells
 		// which. Held or rising, the time is spent in kernels.
@@ -140,17 +144,21 @@ func kvExplained(r *reader, f float64) float64 {
 }
 
 // queueFromCapacity is the share of a queue that lost capacity explains
-// rather than more load. With the batch at its limit, capacity is batch /
+// rather than more load; steps says whether the cause can lengthen the
+// service time, else only a fall in served throughput counts. With the batch at its limit, capacity is batch /
 // service time (prefill + decode of a request), so a queue grows by
 // arrivals rising or service time rising; each explains its share of the
 // (log) imbalance. Service time that more arrivals bring themselves
 // counts as load: the scheduler fills the batch to work off a backlog,
 // and a step's work grows at most in proportion to the batch (weights are
 // read once per step, KV reads grow with the batch).
-func queueFromCapacity(r *reader) float64 {
+func queueFromCapacity(r *reader, steps bool) float64 {
 	la, _ := loadLogs(r)
-	ls := math.Log(math.Max(serviceTimeRel(r), 1))
-	lc := ls - loadDrivenStep(r, ls)
+	lc := 0.0
+	if steps {
+		ls := math.Log(math.Max(serviceTimeRel(r), 1))
+		lc = ls - loadDrivenStep(r, ls)
+	}
 	// With requests waiting the engine serves at its capacity, and at the
 	// baseline it served at least what arrived: served throughput that
 	// fell under a queue is capacity lost at least that much.
