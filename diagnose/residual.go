@@ -71,6 +71,10 @@ func explainedBy(c, d string, path float64, r *reader) float64 {
 		// A failing engine (crashes, restarts, OOM) serves less without
 		// any step getting slower: only the lost throughput counts.
 		return math.Max(path, queueFromCapacity(r, false))
+	case c == m.CauseLongPromptPrefill && d == m.CauseKVCacheEviction:
+		// Only insofar as the storm is not the longer prompts' own.
+		f, _ := kvGrowthFrom(m.CauseLongPromptPrefill, r)
+		return prefillBeyondPrompts(r) * (1 - kvExplained(r, f))
 	case c == m.CauseHostOverhead && d == m.CauseMemoryBandwidthBound:
 		// Both explain the same slower step; the GPU's activity tells
 		// which. Held or rising, the time is spent in kernels.
@@ -213,6 +217,26 @@ func stepsFromRecompute(r *reader) float64 {
 	less := maxOf(ramp(-r.z(m.SMUtil), 1, 3), ramp(-r.z(m.DRAMActive), 1, 3), ramp(-r.z(m.TensorActive), 1, 3), ramp(-r.z(m.Power), 1, 3))
 	return 1 - less*(1-r.batchSmall())
 }
+
+// prefillBeyondPrompts is the share of a long-prompt finding that an
+// eviction storm explains: not the longer prompts themselves, which no
+// storm makes, but the prefill and TTFT growth beyond what they cost.
+// Prefill work grows at most with the square of the prompt (attention);
+// the rest is recompute of preempted sequences and the wait behind it.
+// The slowdown is at most longPromptSlowShare of the finding.
+func prefillBeyondPrompts(r *reader) float64 {
+	lp := 2 * math.Log(math.Max(r.rel(m.MeanPromptTokens), 1))
+	ls := math.Log(maxOf(1, r.rel(m.PrefillTime), r.rel(m.TTFT)))
+	if ls <= 0 {
+		return 0
+	}
+	return longPromptSlowShare * (1 - clamp01(lp/ls))
+}
+
+// longPromptSlowShare is the weight of the slowdown (prefill, TTFT, prompt
+// tokens/s) in the long-prompt rule's score; the rest is the prompt
+// growth itself.
+const longPromptSlowShare = 0.45
 
 // gpuActivity is how clearly the GPU's activity per unit time fell and
 // rose with the slower step: SM duty cycle, DRAM and tensor activity and

@@ -88,6 +88,11 @@ func TestExplainedByMagnitude(t *testing.T) {
 		// capacity; with arrivals doubled and service flat, none.
 		{"queue from slower service", m.Values{m.DecodeTime: 4680, m.QueueDepth: 40}, m.CauseQueueBacklog, m.CauseMemoryBandwidthBound, 0.9, 1, 0},
 		{"queue from more arrivals", m.Values{m.ArrivalRPS: 24, m.ThroughputRPS: 14, m.QueueDepth: 40}, m.CauseQueueBacklog, m.CauseMemoryBandwidthBound, 0, 0.1, 0},
+		// A storm explains the prefill growth beyond what 30% longer
+		// prompts cost (x1.69 at most), unless the prompts explain the
+		// storm too.
+		{"prefill beyond longer prompts", m.Values{m.MeanPromptTokens: 1300, m.PrefillTime: 600, m.TTFT: 1500, m.KVCacheUsage: 0.98}, m.CauseLongPromptPrefill, m.CauseKVCacheEviction, 0.2, longPromptSlowShare, 0},
+		{"prefill of a storm the prompts made", m.Values{m.MeanPromptTokens: 2300, m.PrefillTime: 600, m.TTFT: 1500, m.KVCacheUsage: 0.98}, m.CauseLongPromptPrefill, m.CauseKVCacheEviction, 0, 0.02, 0},
 		// Recompute is GPU work: a slower step with an idler GPU is not
 		// explained by it, one with a busier GPU is.
 		{"slow step, idle GPU", m.Values{m.TPOT: 36, m.SMUtil: 0.4, m.Power: 380}, m.CauseHostOverhead, m.CauseKVCacheEviction, 0, 0.05, 1},
