@@ -166,9 +166,11 @@ const (
 )
 
 // rankCauses orders findings: rule score, weighted by how many of the
-// anomalies the cause explains, with symptoms of a firing upstream cause
-// demoted. The result is sorted best first.
-func rankCauses(findings []Finding, base map[string]Deviation, anomalous []string) []ranked {
+// anomalies the cause explains, with the share of each cause's anomaly
+// that another firing cause explains taken off (see residual.go). The
+// result is sorted best first.
+func rankCauses(findings []Finding, in Input, anomalous []string) []ranked {
+	base := in.Baseline
 	out := make([]ranked, 0, len(findings))
 	for _, f := range findings {
 		if f.Score <= 0 {
@@ -186,27 +188,52 @@ func rankCauses(findings []Finding, base map[string]Deviation, anomalous []strin
 			root:    primaryRoot(f, base),
 		})
 	}
-	demoted := make([]bool, len(out))
+	r := &reader{in: in}
+	explained := make([]float64, len(out))
 	for i, c := range out {
+		if c.finding.beyondUpstream {
+			continue
+		}
 		for j, d := range out {
-			if i == j || c.finding.beyondUpstream || d.finding.Score < upstreamMin || c.root == "" || d.root == "" || c.root == d.root {
+			if i == j || d.finding.Score < upstreamMin {
 				continue
 			}
-			if dd, ok := base[d.root]; !ok || !dd.Anomalous {
-				continue
-			}
-			if descendants[d.root][c.root] && !descendants[c.root][d.root] {
-				demoted[i] = true
-			}
+			explained[i] = math.Max(explained[i], netExplained(c, d, base, r))
 		}
 	}
 	for i := range out {
-		if demoted[i] {
-			out[i].score *= symptomFactor
-		}
+		out[i].score *= 1 - (1-symptomFactor)*explained[i]
 	}
 	sortRanked(out)
 	return out
+}
+
+// netExplained is the share of c's anomaly that d explains beyond what c
+// explains of d's: of two causes that each account for part of the
+// other, the one that accounts for more is upstream.
+func netExplained(c, d ranked, base map[string]Deviation, r *reader) float64 {
+	return math.Max(0, pairExplained(c, d, base, r)-pairExplained(d, c, base, r))
+}
+
+// pairExplained is the share of c's anomaly that d explains: the graph's
+// verdict (a cause entering downstream of another's anomalous entry
+// point, and not upstream of it too, is wholly its symptom), weighed by
+// the physics of the pair where a model exists (explainedBy).
+func pairExplained(c, d ranked, base map[string]Deviation, r *reader) float64 {
+	return explainedBy(c.finding.RootCause, d.finding.RootCause, graphExplained(c, d, base), r)
+}
+
+func graphExplained(c, d ranked, base map[string]Deviation) float64 {
+	if c.root == "" || d.root == "" || c.root == d.root {
+		return 0
+	}
+	if dd, ok := base[d.root]; !ok || !dd.Anomalous {
+		return 0
+	}
+	if descendants[d.root][c.root] && !descendants[c.root][d.root] {
+		return 1
+	}
+	return 0
 }
 
 func sortRanked(rs []ranked) {

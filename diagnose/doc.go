@@ -14,7 +14,13 @@
 //     with the deviations, and returning a score and the evidence it read;
 //   - causal ranking: a graph over the catalog from causes to symptoms, used
 //     to prefer the most upstream anomalous cause that explains the others
-//     and to report the chain from cause to symptoms;
+//     and to report the chain from cause to symptoms; residual ranking
+//     (residual.go) weighs each pair of firing causes by how much of one's
+//     anomaly the other predicts through the physical relation between
+//     them (KV usage = batch x tokens a sequence, batch = throughput x step
+//     time, capacity = batch / service time, GPU activity held or falling
+//     with a slower step), so a symptom an upstream cause fully explains
+//     does not win, and one that coincides with it does not lose;
 //   - absolute physics (absolute.go): per cause, a signature read from the
 //     current values alone against limits that hold for any vLLM service
 //     (a few percent of requests failing, KV usage at its knee with

@@ -139,7 +139,7 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 			missingSet[id] = true
 		}
 	}
-	rankedList := rankCauses(findings, base, anomalous)
+	rankedList := rankCauses(findings, in, anomalous)
 
 	top, second := 0.0, 0.0
 	if len(rankedList) > 0 {

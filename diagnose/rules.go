@@ -545,6 +545,10 @@ func scoreHostOverhead(r *reader) float64 {
 		r.profilingMissing = true
 	}
 	idle := maxOf(ramp(-r.z(m.SMUtil), 1, 4), ramp(-r.z(m.DRAMActive), 1, 4), 0.5*ramp(-r.z(m.Power), 1, 4))
+	// The same kernels spread over a longer step: activity falling with
+	// the step time, even inside the baseline's spread of a varying load.
+	fell, rose := gpuActivity(r)
+	idle = maxOf(idle, fell*(1-rose))
 	dramKnown := 0.0
 	if r.has(m.DRAMActive) {
 		dramKnown = 1
