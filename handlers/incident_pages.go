@@ -310,7 +310,7 @@ func (h *Incidents) Label(c echo.Context) error {
 	if wantsJSON(c) {
 		title := h.d.Service.CauseTitles(ctx)
 		return c.JSON(http.StatusOK, reviewResult{Incident: id, Verdict: string(label.Verdict), TrueCause: label.TrueCause,
-			By: label.By, State: views.VerdictState(string(label.Verdict), title(label.TrueCause))})
+			By: label.By, State: views.VerdictStateIn(ctx, string(label.Verdict), title(label.TrueCause))})
 	}
 	return redirect(c, reviewNext(c, id))
 }

@@ -63,7 +63,7 @@ func (h *Incidents) Queue(c echo.Context) error {
 func reviewControls(id int64, diagnosed, verdict, trueCauseTitle string, causes []views.CauseOption, next string) views.ReviewControls {
 	return views.ReviewControls{
 		IncidentID: id, Diagnosed: diagnosed, Verdict: verdict,
-		State:  views.VerdictState(verdict, trueCauseTitle),
+		State: views.VerdictState(verdict, trueCauseTitle), TrueCauseTitle: trueCauseTitle,
 		Causes: views.WrongCauses(causes, diagnosed), Next: next,
 	}
 }

@@ -101,6 +101,9 @@ func useMiddleware(e *echo.Echo, opts Options, om *observability, authn *authent
 	e.Use(middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{Timeout: opts.RequestTimeout, Skipper: handlers.EnforcesOwnBodyLimit}))
 	// Who is asking, may they, and did their form come from our page.
 	e.Use(authn.middleware)
+	// Which language the pages speak; after authentication, whose
+	// request info the language switch reads the current path from.
+	e.Use(localize)
 }
 
 // crossOrigin rejects cross-site state-changing requests (the standard
