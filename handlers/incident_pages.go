@@ -13,6 +13,7 @@ import (
 
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/incident"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
@@ -175,7 +176,7 @@ func (h *Incidents) buildView(ctx context.Context, p store.Page, shares []store.
 	inc := p.Incident
 	now := h.d.Now()
 	v := views.IncidentView{
-		Layout:      h.d.layout("Incident "+fmt.Sprint(inc.ID)+": "+inc.Title, views.NavIncidents),
+		Layout:      h.d.layout(i18n.T(ctx, "incident.page_title", fmt.Sprint(inc.ID), inc.Title), views.NavIncidents),
 		ID:          inc.ID,
 		Title:       inc.Title,
 		Scope:       inc.Scope,

@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/incident"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
 )
@@ -40,7 +41,7 @@ func (h *Incidents) Queue(c echo.Context) error {
 	}
 	opts := causeOptions(causes)
 	v := views.ReviewQueueView{
-		Layout: h.d.layout("Review queue", views.NavAccuracy),
+		Layout: h.d.layout(i18n.T(ctx, "queue.title"), views.NavAccuracy),
 		Model:  model, Cause: cause, Models: q.Models, Causes: opts,
 		Left: q.Recent, Total: q.Total, More: q.Total > len(q.Items), Now: now,
 	}

@@ -18,6 +18,7 @@ var incidentPages = []Msg{
 	{Key: "incident.similar", En: "Similar past incidents", Zh: "相似的历史事件"},
 	{Key: "incident.similar_none", En: "No reviewed incident resembles this one yet. Every incident marked correct or corrected here teaches the next diagnosis.", Zh: "目前还没有与之相似的已复核事件。这里每个被确认或纠正的事件都会帮助下一次诊断。"},
 	{Key: "incident.timeline", En: "Timeline", Zh: "时间线"},
+	{Key: "incident.page_title", En: "Incident %s: %s", Zh: "事件 %s：%s"},
 	{Key: "incident.number", En: "Incident #%s:", Zh: "事件 #%s："},
 	{Key: "incident.no_diagnosis", En: "This incident has no diagnosis yet.", Zh: "此事件尚无诊断。"},
 
