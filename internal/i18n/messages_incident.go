@@ -130,7 +130,37 @@ var diagnosisTexts = []Msg{
 }
 
 // exportTexts: the postmortem Markdown.
-var exportTexts = []Msg{}
+var exportTexts = []Msg{
+	{Key: "pm.title", En: "Incident %s: %s", Zh: "事件 %s：%s"},
+	{Key: "pm.alert", En: "%s, fingerprint %s, started %s", Zh: "%s，指纹 %s，开始于 %s"},
+	{Key: "pm.alert_resolved", En: ", resolved %s", Zh: "，恢复于 %s"},
+	{Key: "pm.resolved", En: "resolved", Zh: "已恢复"},
+	{Key: "pm.window", En: "%s to %s", Zh: "%s 至 %s"},
+	{Key: "pm.not_reviewed", En: "not reviewed", Zh: "未复核"},
+	{Key: "pm.confirmed", En: "diagnosis confirmed correct", Zh: "诊断已确认正确"},
+	{Key: "pm.wrong", En: "diagnosis wrong; true cause %s (%s)", Zh: "诊断错误；真实根因为 %s（%s）"},
+	{Key: "pm.diagnosis", En: "**%s** (%s), confidence %s, severity %s, engine %s.", Zh: "**%s**（%s），置信度 %s，严重程度 %s，引擎 %s。"},
+	{Key: "pm.chain", En: "Causal chain: %s.", Zh: "因果链：%s。"},
+	{Key: "pm.earlier", En: "%s (%s), confidence %s, engine %s", Zh: "%s（%s），置信度 %s，引擎 %s"},
+	{Key: "pm.actions", En: "Recommended actions", Zh: "处置建议"},
+	{Key: "pm.why", En: "Why:", Zh: "原因："},
+	{Key: "pm.expected", En: "Expected:", Zh: "预期："},
+	{Key: "pm.risk", En: "Risk:", Zh: "风险："},
+	{Key: "pm.rollback", En: "Rollback:", Zh: "回滚："},
+	{Key: "pm.followups", En: "Follow-ups", Zh: "后续事项"},
+	{Key: "pm.changes", En: "Change requests", Zh: "变更请求"},
+	{Key: "trigger.alertmanager", En: "Alertmanager alert", Zh: "Alertmanager 告警"},
+	{Key: "trigger.detector", En: "Dynamic-threshold detector", Zh: "动态阈值检测器"},
+	{Key: "trigger.detector_bands", En: "Dynamic-threshold detector: %s", Zh: "动态阈值检测器：%s"},
+	{Key: "trigger.detector_on", En: "Dynamic-threshold detector on %s", Zh: "动态阈值检测器（%s）"},
+	{Key: "trigger.manual", En: "Diagnose now (manual)", Zh: "立即诊断（手动）"},
+	{Key: "timeline.diagnosis_text", En: "%s (%s, engine %s)", Zh: "%s（%s，引擎 %s）"},
+	{Key: "timeline.label_correct", En: "diagnosis correct", Zh: "诊断正确"},
+	{Key: "timeline.label_wrong", En: "diagnosis wrong; true cause %s", Zh: "诊断错误；真实根因为 %s"},
+	{Key: "timeline.alert_resolved", En: "the alert resolved", Zh: "告警已恢复"},
+}
 
 // cliTexts: what casebook diagnose prints for people.
-var cliTexts = []Msg{}
+var cliTexts = []Msg{
+	{Key: "cli.cases_loaded", En: "diagnose: %d labelled cases loaded from %s (%d lines skipped)", Zh: "diagnose：已从 %[2]s 载入 %[1]d 个已标注案例（跳过 %[3]d 行）"},
+}
