@@ -133,3 +133,47 @@ func (v ReviewQueueView) EmptyText(ctx context.Context) string {
 	}
 	return T(ctx, "queue.empty")
 }
+
+// DimTitleIn translates a dimension title given in English (Latency,
+// Throughput, Utilization, Quality).
+func DimTitleIn(ctx context.Context, title string) string {
+	for _, d := range []metrics.Dimension{metrics.Latency, metrics.Throughput, metrics.Utilization, metrics.Quality} {
+		if DimensionTitle(d) == title {
+			return PanelTitle(ctx, string(d), title)
+		}
+	}
+	return title
+}
+
+// StatusFilterTitle names a value of the overview's status filter.
+func StatusFilterTitle(ctx context.Context, v string) string {
+	switch v {
+	case "critical":
+		return T(ctx, "severity.critical")
+	case "warning":
+		return T(ctx, "severity.warning")
+	case "ok":
+		return T(ctx, "status.ok")
+	case "nodata":
+		return T(ctx, "overview.no_data")
+	}
+	return v
+}
+
+// OffLabel says how many of the model's instances are off baseline.
+func (g ModelGroup) OffLabel(ctx context.Context) string {
+	if g.Off == 0 {
+		return T(ctx, "overview.all_on", g.InstanceCount)
+	}
+	return T(ctx, "overview.some_off", g.Off, g.InstanceCount)
+}
+
+// PageLabel says which page this is, e.g. "models 21–40 of 57".
+func (v OverviewView) PageLabel(ctx context.Context) string {
+	if v.Matched == 0 {
+		return ""
+	}
+	first := (v.Page-1)*OverviewPageSize + 1
+	last := min(first+len(v.Groups)-1, v.Matched)
+	return T(ctx, "overview.page", first, last, v.Matched)
+}

@@ -4,7 +4,7 @@ package i18n
 // entry gives its English and Chinese text side by side, so that a
 // missing translation shows in review; the tests check every entry has
 // both. Words follow docs/glossary-zh.md.
-var tables = [][]Msg{common, incidentPages, diagnosisTexts, exportTexts, cliTexts}
+var tables = [][]Msg{common, incidentPages, diagnosisTexts, exportTexts, cliTexts, overviewPages}
 
 // common: the page frame, shared form words, statuses and times.
 var common = []Msg{
@@ -98,8 +98,61 @@ var common = []Msg{
 	{Key: "field.score", En: "Score", Zh: "得分"},
 	{Key: "field.source", En: "Source", Zh: "来源"},
 
+	{Key: "field.status", En: "Status", Zh: "状态"},
+	{Key: "filter.clear", En: "Clear", Zh: "清除"},
+	{Key: "pager.previous", En: "Previous", Zh: "上一页"},
+	{Key: "pager.next", En: "Next", Zh: "下一页"},
+
 	{Key: "dim.latency", En: "Latency", Zh: "延迟"},
 	{Key: "dim.throughput", En: "Throughput", Zh: "吞吐"},
 	{Key: "dim.utilization", En: "Utilization", Zh: "利用率"},
 	{Key: "dim.quality", En: "Quality", Zh: "质量"},
+}
+
+// overviewPages: the overview and the scope pages.
+var overviewPages = []Msg{
+	{Key: "overview.title", En: "Overview", Zh: "总览"},
+	{Key: "overview.intro", En: "Current values against each scope's own baseline (the hour before): flagged when 3σ off and moved enough to matter for that metric.", Zh: "当前值与各范围自身基线（之前一小时）对比：偏离 3σ 且变化幅度对该指标有意义时标记。"},
+	{Key: "overview.search_hint", En: "model or instance", Zh: "模型或实例"},
+	{Key: "overview.models_n", EnOne: "model", En: "models", Zh: "个模型"},
+	{Key: "overview.engines_n", EnOne: "engine", En: "engines", Zh: "个引擎"},
+	{Key: "overview.gpus", En: "GPUs", Zh: "块 GPU"},
+	{Key: "overview.engines_off", EnOne: "engine off baseline", En: "engines off baseline", Zh: "个引擎偏离基线"},
+	{Key: "overview.updated", En: "Updated", Zh: "更新于"},
+	{Key: "overview.updated_end", En: ".", Zh: "。"},
+	{Key: "overview.no_data", En: "no data", Zh: "无数据"},
+	{Key: "overview.models", En: "models", Zh: "个模型"},
+	{Key: "overview.no_scopes", En: "No model has reported metrics yet. Check the data sources.", Zh: "还没有模型上报指标。请检查数据源。"},
+	{Key: "overview.no_match", En: "No model or instance matches the filter.", Zh: "没有匹配筛选条件的模型或实例。"},
+	{Key: "overview.all_on", EnOne: "%d instance, all on baseline", En: "%d instances, all on baseline", Zh: "%d 个实例，全部处于基线内"},
+	{Key: "overview.some_off", En: "%d of %d instances off baseline", Zh: "%[2]d 个实例中有 %[1]d 个偏离基线"},
+	{Key: "overview.more", En: "%d more on the model's page", Zh: "还有 %d 个，见模型页面"},
+	{Key: "overview.page", En: "models %d–%d of %d", Zh: "第 %d–%d 个模型，共 %d 个"},
+	{Key: "overview.all_instances", En: "all instances", Zh: "全部实例"},
+
+	{Key: "scope.instances", En: "Instances:", Zh: "实例："},
+	{Key: "scope.diagnose_now", En: "Diagnose now", Zh: "立即诊断"},
+	{Key: "scope.time_range", En: "Time range", Zh: "时间范围"},
+	{Key: "scope.from_hint", En: "From (RFC 3339 or unix seconds)", Zh: "开始（RFC 3339 或 Unix 秒）"},
+	{Key: "scope.to_hint", En: "To (RFC 3339 or unix seconds)", Zh: "结束（RFC 3339 或 Unix 秒）"},
+	{Key: "scope.show", En: "Show", Zh: "显示"},
+	{Key: "scope.instances_end", En: "Instances at the end of the window", Zh: "窗口结束时的实例"},
+	{Key: "scope.off_end", En: "Off baseline at the end of the window", Zh: "窗口结束时偏离基线的指标"},
+	{Key: "scope.vs", En: "vs %s", Zh: "基线 %s"},
+	{Key: "scope.and_more", En: "and %d more", Zh: "还有 %d 个"},
+	{Key: "chart.aria", En: "%s in %s", Zh: "%s（%s）"},
+	{Key: "chart.no_data", En: "No data in this window", Zh: "此时间窗口内没有数据"},
+	{Key: "chart.trigger", En: "trigger", Zh: "触发"},
+	{Key: "chart.band_baseline", En: "baseline ±3σ", Zh: "基线 ±3σ"},
+	{Key: "chart.band_expected", En: "Expected band of %s", Zh: "%s 的预期区间"},
+	{Key: "chart.latency_request", En: "Request latency", Zh: "请求延迟"},
+	{Key: "chart.latency_token", En: "Per-token latency", Zh: "每 Token 延迟"},
+	{Key: "chart.throughput_requests", En: "Requests", Zh: "请求"},
+	{Key: "chart.throughput_tokens", En: "Tokens", Zh: "Token"},
+	{Key: "chart.throughput_batch", En: "Batch and queue", Zh: "批次与队列"},
+	{Key: "chart.util_activity", En: "GPU and KV-cache activity", Zh: "GPU 与 KV Cache 活跃度"},
+	{Key: "chart.util_clocks", En: "Clocks", Zh: "时钟频率"},
+	{Key: "chart.quality_rates", En: "Cache, drafts and errors", Zh: "缓存、草稿与错误"},
+	{Key: "chart.quality_preemptions", En: "Preemptions", Zh: "抢占"},
+	{Key: "scope.waterfall", En: "Latency decomposition", Zh: "延迟分解"},
 }
