@@ -13,6 +13,7 @@ import (
 // purpose: a value the console records as typed.
 var sameInBoth = map[string]bool{
 	"review.local": true, // the name a review without one is recorded under
+	"trace.trace":  true, // "trace" is the word Chinese profiling texts use
 }
 
 var verb = regexp.MustCompile(`%(\[\d+\])?[-+# 0]*(\d+)?(\.\d+)?(\[\d+\])?[a-zA-Z]`)

@@ -99,6 +99,25 @@ var incidentPages = []Msg{
 	{Key: "queue.more", En: "More unreviewed incidents follow once these are reviewed.", Zh: "复核完这些之后还有更多未复核的事件。"},
 }
 
+// traceTexts: the kernel-trace section of the incident page.
+var traceTexts = []Msg{
+	{Key: "trace.kernel_evidence", En: "Kernel evidence", Zh: "Kernel 证据"},
+	{Key: "trace.title", En: "GPU kernel traces", Zh: "GPU kernel trace"},
+	{Key: "trace.no_incident", En: "Attach a trace of the slow period (role “incident”) to see its kernels and compare it with the baseline.", Zh: "附上变慢时段的 trace（角色“incident”），即可查看其 kernel 并与基线对比。"},
+	{Key: "trace.none", En: "No kernel trace attached. A PyTorch profiler or Nsight Systems trace of the slow period shows where GPU time goes (level 4 of the latency decomposition).", Zh: "尚未附加 kernel trace。变慢时段的 PyTorch profiler 或 Nsight Systems trace 能显示 GPU 时间花在哪里（延迟分解的第 4 层）。"},
+	{Key: "trace.no_baseline", En: "Attach a baseline trace of a healthy period to compare kernel times.", Zh: "附上健康时段的基线 trace，即可对比 kernel 耗时。"},
+	{Key: "trace.trace", En: "Trace", Zh: "Trace"},
+	{Key: "trace.role", En: "Role", Zh: "角色"},
+	{Key: "trace.format", En: "Format", Zh: "格式"},
+	{Key: "trace.size", En: "Size", Zh: "大小"},
+	{Key: "trace.uploaded", En: "Uploaded", Zh: "上传时间"},
+	{Key: "trace.remove", En: "Remove", Zh: "移除"},
+	{Key: "trace.file", En: "Trace file (PyTorch profiler JSON or .json.gz, Nsight Systems SQLite export; up to %s)", Zh: "Trace 文件（PyTorch profiler JSON 或 .json.gz、Nsight Systems SQLite 导出；最大 %s）"},
+	{Key: "trace.role_incident", En: "incident: the slow period", Zh: "incident：变慢时段"},
+	{Key: "trace.role_baseline", En: "baseline: a healthy period", Zh: "baseline：健康时段"},
+	{Key: "trace.attach", En: "Attach trace", Zh: "附加 trace"},
+}
+
 // diagnosisTexts: the diagnosis panel and its actions.
 var diagnosisTexts = []Msg{
 	{Key: "diagnosis.label", En: "Diagnosis:", Zh: "诊断："},
