@@ -51,7 +51,7 @@ func (h *Incidents) Queue(c echo.Context) error {
 			Severity: s.Severity, Cause: s.RootCause, Confidence: s.Confidence, Recent: !s.OpenedAt.Before(now.Add(-queueWeek)),
 			Review: reviewControls(s.ID, s.RootCause, "", "", opts, next)}
 		if ds, err := h.d.Archive.Diagnoses(ctx, s.ID); err == nil && len(ds) > 0 {
-			if ev := views.NewDiagnosisPanel(incident.DecodeDiagnosis(ds[0])).Evidence(); len(ev) > 0 {
+			if ev := views.NewDiagnosisPanel(incident.DecodeDiagnosis(ds[0])).EvidenceIn(ctx); len(ev) > 0 {
 				it.Evidence = ev[0]
 			}
 		}

@@ -180,3 +180,6 @@ func (e TimelineEntry) KindLabelIn(ctx context.Context) string {
 	}
 	return e.Kind
 }
+
+// ProposedIn is an action's proposed value in the request's language.
+func ProposedIn(ctx context.Context, p string) string { return diagnose.ProposedIn(lang(ctx), p) }

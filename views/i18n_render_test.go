@@ -93,7 +93,7 @@ func TestPagesInChinese(t *testing.T) {
 	}
 	for name, page := range pages {
 		en, zh := renderIn(t, "en", page), renderIn(t, "zh-CN", page)
-		if !strings.Contains(zh, `<html lang="zh-CN">`) {
+		if !strings.Contains(zh, `<html lang="zh-CN"`) {
 			t.Errorf("%s: the Chinese page is not marked zh-CN", name)
 		}
 		enText := textNodes(en)

@@ -23,6 +23,8 @@ const clipChecks = `(function () {
 	var out = [];
 	document.querySelectorAll("body *").forEach(function (el) {
 		if (out.length >= 8 || el.closest("svg")) return;
+		var d = el.closest("details");
+		if (d && !d.open && !el.closest("summary")) return; // folded away, not shown
 		var cs = getComputedStyle(el);
 		if (cs.display === "inline" || cs.display === "none" || el.clientWidth === 0) return;
 		if (cs.overflowX === "auto" || cs.overflowX === "scroll") return;
@@ -116,6 +118,15 @@ func TestBrowserChinese(t *testing.T) {
 	if got := f.text(`[data-testid="review-correct"]`); !strings.Contains(got, "正确") {
 		t.Errorf("the Correct button says %q", got)
 	}
+	// The cause picker's Chinese titles fit its grid at phone width.
+	f.openAt(390, 844, "browser-zh-picker-390", route.URL(route.IncidentShow, ids[2]), `[data-testid="review-wrong-open"]`)
+	f.click(`[data-testid="review-wrong-open"]`)
+	f.waitJS("the cause picker", `!!document.querySelector('[data-testid="review-wrong"][open] [data-testid="review-cause"]')`)
+	if clipped := f.eval(clipChecks); clipped != "" {
+		t.Errorf("the open cause picker at 390 px: clipped or overflowing text:\n%s", clipped)
+	}
+	f.shot("browser-zh-picker-390-open")
+	f.openAt(1280, 800, "browser-zh-review", route.URL(route.IncidentShow, ids[2]), `[data-testid="review-correct"]`)
 	f.click(`[data-testid="review-correct"]`)
 	f.waitJS("the verdict saved in place", `document.querySelector('[data-testid="review"]').getAttribute("data-verdict") === "correct"`)
 	if got := apiIncident(t, base, ids[2]); got.Verdict != "correct" {

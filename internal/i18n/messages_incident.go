@@ -96,6 +96,10 @@ var incidentPages = []Msg{
 	{Key: "queue.empty_cause", En: "No unreviewed incidents diagnosed %s.", Zh: "没有诊断为 %s 的未复核事件。"},
 	{Key: "queue.empty_model_cause", En: "No unreviewed incidents of %s, diagnosed %s.", Zh: "%s 没有诊断为 %s 的未复核事件。"},
 	{Key: "queue.confident", En: "%s confident", Zh: "置信度 %s"},
+	{Key: "js.live", En: "Live refresh (30 s)", Zh: "实时刷新（30 秒）"},
+	{Key: "js.not_saved", En: "Not saved:", Zh: "未保存："},
+	{Key: "js.note_saved", En: "Note saved:", Zh: "备注已保存："},
+	{Key: "js.left_many", En: "{n} incidents of the last 7 days left to review", Zh: "最近 7 天还有 {n} 个事件待复核"},
 	{Key: "queue.more", En: "More unreviewed incidents follow once these are reviewed.", Zh: "复核完这些之后还有更多未复核的事件。"},
 }
 
