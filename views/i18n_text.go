@@ -2,6 +2,7 @@ package views
 
 import (
 	"context"
+	"time"
 
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/internal/i18n"
@@ -176,4 +177,13 @@ func (v OverviewView) PageLabel(ctx context.Context) string {
 	first := (v.Page-1)*OverviewPageSize + 1
 	last := min(first+len(v.Groups)-1, v.Matched)
 	return T(ctx, "overview.page", first, last, v.Matched)
+}
+
+// DescribeIn says which window the charts show in the request's language
+// ("last 1h, 15s resolution").
+func (r RangeView) DescribeIn(ctx context.Context) string {
+	if r.Preset == "" {
+		return T(ctx, "scope.range_window", FormatDuration(r.To.Sub(r.From).Round(time.Minute)), FormatDuration(r.Step))
+	}
+	return T(ctx, "scope.range_last", r.Preset, FormatDuration(r.Step))
 }

@@ -171,5 +171,7 @@ var overviewPages = []Msg{
 	{Key: "coverage.series", En: "Series", Zh: "序列"},
 	{Key: "coverage.generation", En: "Source generation or why missing", Zh: "来源版本或缺失原因"},
 	{Key: "coverage.missing", En: "missing", Zh: "缺失"},
+	{Key: "scope.range_last", En: "last %s, %s resolution", Zh: "最近 %s，分辨率 %s"},
+	{Key: "scope.range_window", En: "%s window, %s resolution", Zh: "%s 时间窗口，分辨率 %s"},
 	{Key: "scope.waterfall", En: "Latency decomposition", Zh: "延迟分解"},
 }
