@@ -71,6 +71,20 @@ func CauseWhatIn(lang, id string) string {
 	return ""
 }
 
+// CauseSignatureIn is how a root cause typically shows in the metrics,
+// in lang.
+func CauseSignatureIn(lang, id string) string {
+	if lang == LangZH {
+		if c, ok := zhCauses[id]; ok {
+			return c.Signature
+		}
+	}
+	if c, ok := m.LookupCause(id); ok {
+		return c.Signature
+	}
+	return ""
+}
+
 // MetricLabelIn is a catalog metric's short label in lang (the id of an
 // unknown metric).
 func MetricLabelIn(lang, id string) string {

@@ -23,7 +23,7 @@ func hasHan(s string) bool {
 // worded proposal of the English tables has no Chinese text.
 func TestChineseTablesComplete(t *testing.T) {
 	for _, c := range m.Causes {
-		if z := zhCauses[c.ID]; !hasHan(z.Title) || !hasHan(z.What) {
+		if z := zhCauses[c.ID]; !hasHan(z.Title) || !hasHan(z.What) || z.Signature == "" {
 			t.Errorf("cause %s: no Chinese title or explanation", c.ID)
 		}
 	}

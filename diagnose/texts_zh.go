@@ -7,23 +7,23 @@ import m "github.com/casebook/casebook/metrics"
 // follow docs/glossary-zh.md; metric and knob names engineers type
 // (TTFT, TPOT, max_num_seqs) stay in Latin letters.
 
-// causeText is a cause's title and explanation.
-type causeText struct{ Title, What string }
+// causeText is a cause's title, explanation and metric signature.
+type causeText struct{ Title, What, Signature string }
 
 var zhCauses = map[string]causeText{
-	m.CauseKVCacheEviction:       {"KV Cache 驱逐风暴", "上下文过于分散或 KV Cache 太小，序列被驱逐后重新计算。"},
-	m.CauseQueueBacklog:          {"队列积压", "到达速率超过服务能力，引擎队列不断堆积。"},
-	m.CauseGPUUnderutilized:      {"GPU 利用率不足", "批次过小，GPU 算力被浪费。"},
-	m.CauseSpecDecodeDegradation: {"投机采样退化", "草稿模型与目标模型发生偏离，大多数草稿 Token 被拒绝。"},
-	m.CauseMemoryBandwidthBound:  {"显存带宽瓶颈", "HBM 带宽饱和或下降，每个解码步都变慢。"},
-	m.CauseLongPromptPrefill:     {"长 Prompt 预填充激增", "Prompt 长度激增，预填充主导了首 Token 延迟。"},
-	m.CausePrefixCacheMiss:       {"前缀缓存未命中", "共享前缀的流量发生变化，前缀缓存不再命中。"},
-	m.CauseGPUThrottling:         {"GPU 降频", "温度或功耗上限压低了时钟频率。"},
-	m.CauseTransportLatency:      {"传输延迟", "慢的是网络、网关或流式传输链路，而不是引擎。"},
-	m.CauseEngineErrors:          {"引擎错误", "引擎请求失败：OOM、崩溃或中止。"},
-	m.CauseHostOverhead:          {"主机侧开销", "CPU 侧瓶颈：分词、调度或 kernel 启动开销。"},
-	m.CauseUnknown:               {"未知异常", "指标异常，但不符合任何已知模式。"},
-	m.CauseNone:                  {"无异常", "没有任何异常：误报。"},
+	m.CauseKVCacheEviction:       {"KV Cache 驱逐风暴", "上下文过于分散或 KV Cache 太小，序列被驱逐后重新计算。", "前缀命中率下降，KV 使用率接近 1，抢占增加，TTFT 远大于 TPOT"},
+	m.CauseQueueBacklog:          {"队列积压", "到达速率超过服务能力，引擎队列不断堆积。", "队列深度和排队时间上升，吞吐停在上限，SM 繁忙"},
+	m.CauseGPUUnderutilized:      {"GPU 利用率不足", "批次过小，GPU 算力被浪费。", "请求持续流入而 SM 利用率低"},
+	m.CauseSpecDecodeDegradation: {"投机采样退化", "草稿模型与目标模型发生偏离，大多数草稿 Token 被拒绝。", "拒绝率上升，TPOT 上升"},
+	m.CauseMemoryBandwidthBound:  {"显存带宽瓶颈", "HBM 带宽饱和或下降，每个解码步都变慢。", "DRAM 活跃度高或带宽下降，TPOT 上升，随后排队增加，吞吐下降"},
+	m.CauseLongPromptPrefill:     {"长 Prompt 预填充激增", "Prompt 长度激增，预填充主导了首 Token 延迟。", "平均 Prompt Token 数上升，预填充和 TTFT 上升，TPOT 正常"},
+	m.CausePrefixCacheMiss:       {"前缀缓存未命中", "共享前缀的流量发生变化，前缀缓存不再命中。", "前缀命中率下降，Prompt Token/s 上升，TTFT 上升，KV 未满"},
+	m.CauseGPUThrottling:         {"GPU 降频", "温度或功耗上限压低了时钟频率。", "SM 时钟下降，温度或功耗到达上限，所有延迟上升"},
+	m.CauseTransportLatency:      {"传输延迟", "慢的是网络、网关或流式传输链路，而不是引擎。", "网关 E2E 上升而引擎 E2E 正常"},
+	m.CauseEngineErrors:          {"引擎错误", "引擎请求失败：OOM、崩溃或中止。", "错误率上升"},
+	m.CauseHostOverhead:          {"主机侧开销", "CPU 侧瓶颈：分词、调度或 kernel 启动开销。", "SM 利用率低、延迟上升，而批次并不小"},
+	m.CauseUnknown:               {"未知异常", "指标异常，但不符合任何已知模式。", "—"},
+	m.CauseNone:                  {"无异常", "没有任何异常：误报。", "所有指标都在基线之内"},
 }
 
 // metricText is a metric's short label and full name.

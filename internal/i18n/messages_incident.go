@@ -103,6 +103,43 @@ var incidentPages = []Msg{
 	{Key: "queue.more", En: "More unreviewed incidents follow once these are reviewed.", Zh: "复核完这些之后还有更多未复核的事件。"},
 }
 
+// archiveTexts: the accuracy page and the knowledge base.
+var archiveTexts = []Msg{
+	{Key: "acc.title", En: "Diagnosis accuracy", Zh: "诊断准确率"},
+	{Key: "acc.intro", En: "From the current review label of each reviewed incident. The reference team's rule-based diagnosis was right %s of the time (97 of 124).", Zh: "依据每个已复核事件当前的复核标签计算。参照团队基于规则的诊断正确率为 %s（124 次中 97 次）。"},
+	{Key: "acc.to_queue", En: "Review the unreviewed incidents", Zh: "复核未复核的事件"},
+	{Key: "acc.to_queue_rest", En: ": worst and oldest first, one key per verdict.", Zh: "：最严重、最早的优先，每个结论一个按键。"},
+	{Key: "acc.correct", En: "%s correct", Zh: "正确率 %s"},
+	{Key: "acc.counts", En: "%d of %d reviewed diagnoses", Zh: "已复核诊断 %[2]d 个中 %[1]d 个正确"},
+	{Key: "acc.by_cause", En: "Per diagnosed cause", Zh: "按诊断根因"},
+	{Key: "acc.by_engine", En: "Per engine version", Zh: "按引擎版本"},
+	{Key: "acc.confusion", En: "Confusion matrix", Zh: "混淆矩阵"},
+	{Key: "acc.none", En: "No reviewed incidents yet.", Zh: "还没有已复核的事件。"},
+	{Key: "acc.diagnosed_true", En: "Diagnosed ↓ / true →", Zh: "诊断 ↓ / 真实 →"},
+	{Key: "acc.reviewed", En: "Reviewed", Zh: "已复核"},
+	{Key: "acc.share", En: "Share", Zh: "占比"},
+	{Key: "acc.all", En: "All", Zh: "全部"},
+	{Key: "kb.title", En: "Root-cause knowledge base", Zh: "根因知识库"},
+	{Key: "kb.intro", En: "Precision: how often a diagnosis of the cause was right. Recall: how often incidents truly of the cause were diagnosed as it.", Zh: "精确率：诊断为该根因时正确的比例。召回率：真实为该根因的事件被诊断出来的比例。"},
+	{Key: "kb.signature", En: "Signature", Zh: "指标特征"},
+	{Key: "kb.confirmed", En: "Confirmed", Zh: "已确认"},
+	{Key: "kb.precision", En: "Precision", Zh: "精确率"},
+	{Key: "kb.recall", En: "Recall", Zh: "召回率"},
+	{Key: "kb.custom", En: "added by engineers", Zh: "由工程师添加"},
+	{Key: "kb.what", En: "What happens", Zh: "发生了什么"},
+	{Key: "kb.of_diagnoses", En: "%d of %d diagnoses", Zh: "%[2]d 次诊断中 %[1]d 次"},
+	{Key: "kb.of_incidents", En: "%d of %d incidents", Zh: "%[2]d 个事件中 %[1]d 个"},
+	{Key: "kb.actions", En: "Typical actions", Zh: "典型处置"},
+	{Key: "kb.cases", En: "Confirmed incidents", Zh: "已确认的事件"},
+	{Key: "kb.no_cases", En: "No reviewed incident has this cause yet.", Zh: "还没有已复核的事件属于该根因。"},
+	{Key: "kb.no_change", En: "No change request yet.", Zh: "还没有变更请求。"},
+	{Key: "kb.none_applied", EnOne: "%d change request, none applied yet.", En: "%d change requests, none applied yet.", Zh: "%d 个变更请求，尚未执行。"},
+	{Key: "kb.not_measured", En: "Applied %s; the outcome is not measured yet.", Zh: "已执行 %s；效果尚未测量。"},
+	{Key: "kb.outcome", En: "Applied %s; had the expected effect %s of %d measured.", Zh: "已执行 %s；已测量 %[3]d 次，其中 %[2]s 达到预期效果。"},
+	{Key: "kb.once", En: "once", Zh: "1 次"},
+	{Key: "kb.times", En: "%d times", Zh: "%d 次"},
+}
+
 // traceTexts: the kernel-trace section of the incident page.
 var traceTexts = []Msg{
 	{Key: "trace.kernel_evidence", En: "Kernel evidence", Zh: "Kernel 证据"},
