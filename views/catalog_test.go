@@ -21,7 +21,7 @@ import (
 // that it leaves this list.
 var untranslated = []string{
 	"admin.templ", "change_show.templ",
-	"faults.templ", "storage.templ", "trace.templ",
+	"trace.templ",
 }
 
 // notWords are the tokens a template may show as they are: the product's
