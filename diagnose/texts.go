@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"fmt"
-	"math"
 
 	m "github.com/casebook/casebook/metrics"
 )
@@ -142,27 +141,7 @@ func formatValue(id string, x float64) string {
 // evidenceText is the one-sentence reading of a metric against its baseline,
 // followed by the rule's remark.
 func evidenceText(id string, x float64, d Deviation, remark string) string {
-	name := id
-	if md, ok := m.Lookup(id); ok {
-		name = md.Name
-	}
-	var s string
-	switch {
-	case d.Std == 0 && d.Z == 0:
-		s = fmt.Sprintf("%s is %s (no baseline).", name, formatValue(id, x))
-	case math.Abs(d.Z) < 2:
-		s = fmt.Sprintf("%s is %s, within its baseline of %s (z %+.1f).", name, formatValue(id, x), formatValue(id, d.Mean), d.Z)
-	case d.Mean > 0 && x/d.Mean >= 1.5:
-		s = fmt.Sprintf("%s is %s, %.1fx its baseline of %s (z %+.1f).", name, formatValue(id, x), x/d.Mean, formatValue(id, d.Mean), d.Z)
-	case d.Z > 0:
-		s = fmt.Sprintf("%s is %s, up from its baseline of %s (z %+.1f).", name, formatValue(id, x), formatValue(id, d.Mean), d.Z)
-	default:
-		s = fmt.Sprintf("%s is %s, down from its baseline of %s (z %+.1f).", name, formatValue(id, x), formatValue(id, d.Mean), d.Z)
-	}
-	if r := remarks[remark]; r != "" {
-		s += " " + r
-	}
-	return s
+	return evidenceSentence(enEvidence, "en", id, x, d, remarks[remark])
 }
 
 // eff builds an Effect.

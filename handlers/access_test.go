@@ -83,7 +83,7 @@ func (f *authFixture) token(t testing.TB, name, scope string) string {
 var wantPolicy = map[string]web.Policy{
 	"health.live": web.PolicyPublic, "health.ready": web.PolicyPublic, "static": web.PolicyPublic,
 	"session.login.form": web.PolicyPublic, "session.login": web.PolicyPublic, "session.logout": web.PolicyPublic,
-	"share.show": web.PolicyPublic, "share.preview": web.PolicyPublic,
+	"share.show": web.PolicyPublic, "share.preview": web.PolicyPublic, "session.language.update": web.PolicyPublic,
 
 	"api.alert.alertmanager": web.PolicyWebhook,
 

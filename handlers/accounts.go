@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/auth"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
@@ -115,7 +116,7 @@ func (h *Accounts) RenderLogin(c echo.Context, status int, name, msg string) err
 		next = c.Request().URL.RequestURI()
 	}
 	c.Response().Header().Set("Cache-Control", "no-store")
-	return render(c, status, views.LoginPage(views.LoginView{Layout: h.layout("Sign in", ""), Next: safeNext(next), Name: name, Error: msg}))
+	return render(c, status, views.LoginPage(views.LoginView{Layout: h.layout(i18n.T(c.Request().Context(), "login.title"), ""), Next: safeNext(next), Name: name, Error: msg}))
 }
 
 // safeNext keeps only local paths, so that the sign-in page cannot be used
@@ -156,7 +157,7 @@ func (h *Accounts) Login(c echo.Context) error {
 	}
 	if err != nil {
 		_ = h.d.Store.Audit(ctx, now, "session.login_failed", "user "+name, nil, nil)
-		return h.RenderLogin(c, http.StatusUnauthorized, name, "Wrong name or password.")
+		return h.RenderLogin(c, http.StatusUnauthorized, name, i18n.T(ctx, "login.wrong"))
 	}
 	h.d.Limiter.Succeeded(now, c.RealIP(), name)
 	sid, err := auth.NewToken("")

@@ -10,6 +10,7 @@ import (
 
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/incident"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
@@ -30,7 +31,7 @@ func (h *Knowledge) Accuracy(c echo.Context) error {
 	}
 	same := func(s string) string { return s }
 	v := views.AccuracyView{
-		Layout:   h.d.layout("Accuracy", views.NavAccuracy),
+		Layout:   h.d.layout(i18n.T(c.Request().Context(), "nav.accuracy"), views.NavAccuracy),
 		Overall:  views.AccuracyRow{Key: "all", Label: "All", Reviewed: a.Overall.Reviewed, Correct: a.Overall.Correct},
 		ByCause:  rows(a.ByCause, views.CauseTitle),
 		ByEngine: rows(a.ByEngine, same),
@@ -91,7 +92,7 @@ func (h *Knowledge) KB(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.KBView{Layout: h.d.layout("Knowledge base", views.NavKnowledge)}
+	v := views.KBView{Layout: h.d.layout(i18n.T(c.Request().Context(), "nav.knowledge"), views.NavKnowledge)}
 	for _, st := range stats {
 		v.Causes = append(v.Causes, causeRow(st))
 	}
@@ -113,7 +114,7 @@ func (h *Knowledge) KBCause(c echo.Context) error {
 	if err != nil {
 		return archiveError(err, "cause")
 	}
-	v := views.CauseView{Layout: h.d.layout(st.Cause.Title, views.NavKnowledge), Cause: causeRow(st)}
+	v := views.CauseView{Layout: h.d.layout(causeRow(st).TitleIn(ctx), views.NavKnowledge), Cause: causeRow(st)}
 	for _, s := range st.Cases {
 		v.Cases = append(v.Cases, incidentRow(s))
 	}

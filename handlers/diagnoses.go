@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/views"
@@ -125,8 +126,8 @@ type APIError struct {
 }
 
 // API diagnoses one snapshot posted as JSON (the snapshot contract) and
-// answers with one diagnosis. Bad input is a 400 whose error is the
-// decoder's message.
+// answers with one diagnosis, its texts in the request's language. Bad
+// input is a 400 whose error is the decoder's message.
 func (h *Diagnoses) API(c echo.Context) error {
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, metrics.MaxSnapshotBytes+1))
 	if err != nil {
@@ -142,5 +143,7 @@ func (h *Diagnoses) API(c echo.Context) error {
 	}
 	diag := h.d.Diagnoser.Diagnose(snap)
 	h.d.Diagnoses.Inc()
-	return c.JSON(http.StatusOK, diag)
+	// Field names and ids are the contract; the texts follow the
+	// request's language (English unless it asks for another).
+	return c.JSON(http.StatusOK, diagnose.Localize(diag, i18n.From(c.Request().Context()).Code()))
 }

@@ -337,16 +337,22 @@ func TestDiagnoseAPI(t *testing.T) {
 		body       string
 		wantStatus int
 		want       string
+		lang       string // Accept-Language
 	}{
-		{"valid", valid, 200, `"root_cause":"kv_cache_eviction"`},
-		{"malformed", `{"at":`, 400, `invalid snapshot`},
-		{"missing model", `{"at":"2026-11-30T04:00:00Z","scope":{},"current":{}}`, 400, `scope.model`},
-		{"out of range", `{"at":"2026-11-30T04:00:00Z","scope":{"model":"m"},"current":{"kv_cache_usage":7}}`, 400, `above its maximum`},
-		{"too large", `{"pad":"` + strings.Repeat("x", 70<<10) + `"}`, 413, `error`},
+		{"valid", valid, 200, `"root_cause":"kv_cache_eviction","title":"KV-cache eviction storm"`, ""},
+		{"valid in Chinese", valid, 200, `"root_cause":"kv_cache_eviction","title":"KV Cache 驱逐风暴"`, "zh-CN,zh;q=0.9"},
+		{"malformed", `{"at":`, 400, `invalid snapshot`, ""},
+		{"missing model", `{"at":"2026-11-30T04:00:00Z","scope":{},"current":{}}`, 400, `scope.model`, ""},
+		{"out of range", `{"at":"2026-11-30T04:00:00Z","scope":{"model":"m"},"current":{"kv_cache_usage":7}}`, 400, `above its maximum`, ""},
+		{"too large", `{"pad":"` + strings.Repeat("x", 70<<10) + `"}`, 413, `error`, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := f.do(t, http.MethodPost, "/api/v1/diagnose", strings.NewReader(tc.body), map[string]string{"Content-Type": "application/json"})
+			hdr := map[string]string{"Content-Type": "application/json"}
+			if tc.lang != "" {
+				hdr["Accept-Language"] = tc.lang
+			}
+			r := f.do(t, http.MethodPost, "/api/v1/diagnose", strings.NewReader(tc.body), hdr)
 			if r.status != tc.wantStatus || !strings.Contains(r.body, tc.want) {
 				t.Errorf("status %d body %.300s; want %d with %q", r.status, r.body, tc.wantStatus, tc.want)
 			}

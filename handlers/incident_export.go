@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/incident"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
 )
@@ -29,10 +31,11 @@ func (d *IncidentDeps) postmortem(c echo.Context) error {
 	if err != nil {
 		return archiveError(err, "id")
 	}
-	md := PostmortemMarkdown(p, d.Service.CauseTitles(ctx))
+	md := PostmortemMarkdownIn(ctx, p, d.Service.CauseTitles(ctx))
 	if d.Changes != nil {
 		if cs, err := d.Changes.d.Store.Changes(ctx, id); err == nil && len(cs) > 0 {
-			md = strings.Replace(md, "\n## Follow-ups", "\n"+changesMarkdown(cs)+"\n## Follow-ups", 1)
+			followUps := "\n## " + i18n.T(ctx, "pm.followups")
+			md = strings.Replace(md, followUps, "\n"+changesMarkdown(ctx, cs)+followUps, 1)
 		}
 	}
 	c.Response().Header().Set(echo.HeaderContentDisposition, fmt.Sprintf(`inline; filename="incident-%d-postmortem.md"`, id))
@@ -40,9 +43,9 @@ func (d *IncidentDeps) postmortem(c echo.Context) error {
 }
 
 // changesMarkdown lists an incident's change requests for its postmortem.
-func changesMarkdown(cs []store.Change) string {
+func changesMarkdown(ctx context.Context, cs []store.Change) string {
 	var b strings.Builder
-	b.WriteString("## Change requests\n\n")
+	b.WriteString("## " + i18n.T(ctx, "pm.changes") + "\n\n")
 	for _, ch := range cs {
 		r := changeRow(ch)
 		fmt.Fprintf(&b, "- %s %s: %s, webhook %s", mdTime(ch.CreatedAt), mdEscape(r.Title), views.StatusWord(string(ch.Status)), ch.Delivery)
@@ -89,114 +92,145 @@ func mdTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// PostmortemMarkdown renders an incident page's data as a postmortem draft;
-// causeTitle names causes (nil means the taxonomy's titles). All
-// user-supplied text is escaped.
+// PostmortemMarkdown renders an incident page's data as a postmortem draft
+// in English; causeTitle names causes (nil means the taxonomy's titles).
+// All user-supplied text is escaped.
 func PostmortemMarkdown(p store.Page, causeTitle func(string) string) string {
+	return PostmortemMarkdownIn(context.Background(), p, causeTitle)
+}
+
+// PostmortemMarkdownIn is PostmortemMarkdown in the language of ctx's
+// Locale: the same sections, table rows and lists, with the words and
+// the diagnosis texts translated.
+func PostmortemMarkdownIn(ctx context.Context, p store.Page, causeTitle func(string) string) string {
 	if causeTitle == nil {
 		causeTitle = views.CauseTitle
 	}
+	l := i18n.From(ctx)
 	inc := p.Incident
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("# Incident %d: %s\n\n", inc.ID, mdEscape(inc.Title))
+	w("# %s\n\n", l.T("pm.title", fmt.Sprint(inc.ID), mdEscape(inc.Title)))
 	w("| | |\n|---|---|\n")
-	w("| Scope | %s |\n", mdEscape(inc.Scope.String()))
-	w("| Trigger | %s |\n", mdEscape(triggerText(inc)))
+	w("| %s | %s |\n", l.T("field.scope"), mdEscape(inc.Scope.String()))
+	w("| %s | %s |\n", l.T("field.trigger"), mdEscape(triggerTextIn(ctx, inc)))
 	if inc.Alert != nil {
-		w("| Alert | %s, fingerprint %s, started %s", inc.Alert.State, mdCode(inc.Alert.Fingerprint), mdTime(inc.Alert.StartsAt))
+		w("| %s | %s", l.T("field.alert"), l.T("pm.alert", alertStateIn(ctx, string(inc.Alert.State)), mdCode(inc.Alert.Fingerprint), mdTime(inc.Alert.StartsAt)))
 		if inc.Alert.State == store.AlertResolved {
-			w(", resolved %s", mdTime(inc.Alert.ResolvedAt))
+			w("%s", l.T("pm.alert_resolved", mdTime(inc.Alert.ResolvedAt)))
 		}
 		w(" |\n")
 	}
-	w("| Opened | %s |\n", mdTime(inc.OpenedAt))
-	w("| Window | %s to %s |\n", mdTime(inc.WindowStart), mdTime(inc.WindowEnd))
-	w("| Severity | %s |\n", mdEscape(inc.Severity))
-	review := "not reviewed"
+	w("| %s | %s |\n", l.T("field.opened"), mdTime(inc.OpenedAt))
+	w("| %s | %s |\n", l.T("field.window"), l.T("pm.window", mdTime(inc.WindowStart), mdTime(inc.WindowEnd)))
+	w("| %s | %s |\n", l.T("field.severity"), mdEscape(severityIn(ctx, inc.Severity)))
+	review := l.T("pm.not_reviewed")
 	switch inc.Verdict {
 	case store.VerdictCorrect:
-		review = "diagnosis confirmed correct"
+		review = l.T("pm.confirmed")
 	case store.VerdictWrong:
-		review = "diagnosis wrong; true cause " + mdEscape(causeTitle(inc.TrueCause)) + " (" + mdCode(inc.TrueCause) + ")"
+		review = l.T("pm.wrong", mdEscape(causeTitleIn(ctx, causeTitle, inc.TrueCause)), mdCode(inc.TrueCause))
 	}
-	w("| Review | %s |\n\n", review)
+	w("| %s | %s |\n\n", l.T("field.review"), review)
 
 	if len(p.Diagnoses) > 0 {
-		d := incident.DecodeDiagnosis(p.Diagnoses[0])
-		w("## Diagnosis\n\n**%s** (%s), confidence %s, severity %s, engine %s.\n\n",
-			mdEscape(views.CauseTitle(d.RootCause)), mdCode(d.RootCause), views.FormatPercent(d.Confidence), mdEscape(string(d.Severity)), mdEscape(d.EngineVersion))
-		if w2 := views.CauseWhat(d.RootCause); w2 != "" {
+		d := diagnose.Localize(incident.DecodeDiagnosis(p.Diagnoses[0]), l.Code())
+		w("## %s\n\n%s\n\n", l.T("field.diagnosis"), l.T("pm.diagnosis",
+			mdEscape(views.CauseTitleIn(ctx, d.RootCause)), mdCode(d.RootCause), views.FormatPercent(d.Confidence),
+			mdEscape(severityIn(ctx, string(d.Severity))), mdEscape(d.EngineVersion)))
+		if w2 := views.CauseWhatIn(ctx, d.RootCause); w2 != "" {
 			w("%s\n\n", mdEscape(w2))
 		}
 		if len(d.CausalChain) > 0 {
 			var chain []string
 			for _, id := range d.CausalChain {
-				chain = append(chain, mdEscape(views.MetricLabel(id)))
+				chain = append(chain, mdEscape(views.MetricLabelIn(ctx, id)))
 			}
-			w("Causal chain: %s.\n\n", strings.Join(chain, " → "))
+			w("%s\n\n", l.T("pm.chain", strings.Join(chain, " → ")))
 		}
-		writeEvidence(&b, d)
-		writeActions(&b, d)
+		writeEvidence(ctx, &b, d)
+		writeActions(ctx, &b, d)
 		if len(p.Diagnoses) > 1 {
-			w("### Earlier diagnoses\n\n")
+			w("### %s\n\n", l.T("incident.earlier"))
 			for _, old := range p.Diagnoses[1:] {
-				w("- %s: %s (%s), confidence %s, engine %s\n", mdTime(old.CreatedAt), mdEscape(views.CauseTitle(old.RootCause)),
-					mdCode(old.RootCause), views.FormatPercent(old.Confidence), mdEscape(old.EngineVersion))
+				w("- %s: %s\n", mdTime(old.CreatedAt), l.T("pm.earlier", mdEscape(views.CauseTitleIn(ctx, old.RootCause)),
+					mdCode(old.RootCause), views.FormatPercent(old.Confidence), mdEscape(old.EngineVersion)))
 			}
 			w("\n")
 		}
 	}
-	w("## Timeline\n\n")
-	for _, e := range timeline(p, causeTitle) {
+	w("## %s\n\n", l.T("incident.timeline"))
+	for _, e := range timeline(ctx, p, causeTitle) {
 		who := ""
 		if e.Who != "" {
 			who = " (" + mdEscape(e.Who) + ")"
 		}
-		w("- %s **%s**%s: %s\n", mdTime(e.At), e.KindLabel(), who, mdEscape(e.Text))
+		w("- %s **%s**%s: %s\n", mdTime(e.At), e.KindLabelIn(ctx), who, mdEscape(e.Text))
 	}
-	w("\n## Follow-ups\n\n- [ ] \n")
+	w("\n## %s\n\n- [ ] \n", l.T("pm.followups"))
 	return b.String()
 }
 
-func writeEvidence(b *strings.Builder, d diagnose.Diagnosis) {
+// severityIn names a severity; "" stays empty.
+func severityIn(ctx context.Context, s string) string {
+	if s == "" {
+		return ""
+	}
+	return views.SeverityLabel(ctx, s)
+}
+
+// alertStateIn names an alert state ("firing", "resolved").
+func alertStateIn(ctx context.Context, state string) string {
+	switch state {
+	case "firing":
+		return i18n.T(ctx, "alert.firing")
+	case "resolved":
+		return i18n.T(ctx, "pm.resolved")
+	}
+	return state
+}
+
+func writeEvidence(ctx context.Context, b *strings.Builder, d diagnose.Diagnosis) {
 	if len(d.Evidence) == 0 {
 		return
 	}
-	b.WriteString("### Evidence\n\n| Metric | Value | Baseline | z | Finding |\n|---|---:|---:|---:|---|\n")
+	l := i18n.From(ctx)
+	fmt.Fprintf(b, "### %s\n\n| %s | %s | %s | z | %s |\n|---|---:|---:|---:|---|\n", l.T("diagnosis.evidence"),
+		l.T("field.metric"), l.T("field.value"), l.T("field.baseline"), l.T("field.finding"))
 	for _, e := range d.Evidence {
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", mdEscape(views.MetricLabel(e.Metric)), views.FormatValue(e.Metric, e.Value),
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", mdEscape(views.MetricLabelIn(ctx, e.Metric)), views.FormatValue(e.Metric, e.Value),
 			views.FormatValue(e.Metric, e.BaselineMean), views.FormatZ(e.Z), mdEscape(e.Text))
 	}
 	b.WriteString("\n")
 }
 
-func writeActions(b *strings.Builder, d diagnose.Diagnosis) {
+func writeActions(ctx context.Context, b *strings.Builder, d diagnose.Diagnosis) {
 	if len(d.Actions) == 0 {
 		return
 	}
-	b.WriteString("### Recommended actions\n\n")
+	l := i18n.From(ctx)
+	fmt.Fprintf(b, "### %s\n\n", l.T("pm.actions"))
 	for i, a := range d.Actions {
 		fmt.Fprintf(b, "%d. **%s**", i+1, mdEscape(a.Title))
 		if a.Knob != "" {
 			fmt.Fprintf(b, " (%s", mdCode(a.Knob))
 			if a.Proposed != "" {
-				fmt.Fprintf(b, " → %s", mdCode(a.Proposed))
+				fmt.Fprintf(b, " → %s", mdCode(diagnose.ProposedIn(l.Code(), a.Proposed)))
 			}
 			b.WriteString(")")
 		}
 		b.WriteString("\n")
 		if a.Why != "" {
-			fmt.Fprintf(b, "   - Why: %s\n", mdEscape(a.Why))
+			fmt.Fprintf(b, "   - %s %s\n", l.T("pm.why"), mdEscape(a.Why))
 		}
 		for _, e := range a.Effects {
-			fmt.Fprintf(b, "   - Expected: %s\n", mdEscape(views.EffectText(e)))
+			fmt.Fprintf(b, "   - %s %s\n", l.T("pm.expected"), mdEscape(views.EffectTextIn(ctx, e)))
 		}
 		if a.Risk != "" {
-			fmt.Fprintf(b, "   - Risk: %s\n", mdEscape(a.Risk))
+			fmt.Fprintf(b, "   - %s %s\n", l.T("pm.risk"), mdEscape(a.Risk))
 		}
 		if a.Rollback != "" {
-			fmt.Fprintf(b, "   - Rollback: %s\n", mdEscape(a.Rollback))
+			fmt.Fprintf(b, "   - %s %s\n", l.T("pm.rollback"), mdEscape(a.Rollback))
 		}
 	}
 	b.WriteString("\n")

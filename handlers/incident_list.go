@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
@@ -94,7 +95,7 @@ func (h *Incidents) List(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.IncidentListView{Layout: h.d.layout("Incidents", views.NavIncidents), Filters: vf, Causes: causeOptions(causes)}
+	v := views.IncidentListView{Layout: h.d.layout(i18n.T(ctx, "incidents.title"), views.NavIncidents), Filters: vf, Causes: causeOptions(causes)}
 	for _, s := range page.Items {
 		v.Rows = append(v.Rows, incidentRow(s))
 	}

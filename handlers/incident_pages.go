@@ -13,6 +13,7 @@ import (
 
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/incident"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
@@ -108,25 +109,29 @@ func causeOptions(cs []store.Cause) []views.CauseOption {
 	return out
 }
 
-func triggerText(inc store.Incident) string {
+func triggerText(inc store.Incident) string { return triggerTextIn(context.Background(), inc) }
+
+// triggerTextIn is triggerText in the request's language; the readings
+// of the detector's bands and lost alerts stay in English.
+func triggerTextIn(ctx context.Context, inc store.Incident) string {
 	detail, _ := incident.DecodeTriggerDetail(inc.TriggerDetail) // an unreadable detail names the trigger only
 	switch inc.Trigger {
 	case store.TriggerAlertmanager:
-		text := "Alertmanager alert"
+		text := i18n.T(ctx, "trigger.alertmanager")
 		if detail.AlertName != "" {
 			text += " " + detail.AlertName
 		}
 		return text + lostAlertsText(detail)
 	case store.TriggerDetector:
 		if left := bandsLeft(detail.Bands); left != "" {
-			return "Dynamic-threshold detector: " + left
+			return i18n.T(ctx, "trigger.detector_bands", left)
 		}
 		if detail.Metric != "" {
-			return "Dynamic-threshold detector on " + views.MetricLabel(detail.Metric)
+			return i18n.T(ctx, "trigger.detector_on", views.MetricLabelIn(ctx, detail.Metric))
 		}
-		return "Dynamic-threshold detector"
+		return i18n.T(ctx, "trigger.detector")
 	default:
-		return "Diagnose now (manual)"
+		return i18n.T(ctx, "trigger.manual")
 	}
 }
 
@@ -175,11 +180,11 @@ func (h *Incidents) buildView(ctx context.Context, p store.Page, shares []store.
 	inc := p.Incident
 	now := h.d.Now()
 	v := views.IncidentView{
-		Layout:      h.d.layout("Incident "+fmt.Sprint(inc.ID)+": "+inc.Title, views.NavIncidents),
+		Layout:      h.d.layout(i18n.T(ctx, "incident.page_title", fmt.Sprint(inc.ID), inc.Title), views.NavIncidents),
 		ID:          inc.ID,
 		Title:       inc.Title,
 		Scope:       inc.Scope,
-		Trigger:     triggerText(inc),
+		Trigger:     triggerTextIn(ctx, inc),
 		OpenedAt:    inc.OpenedAt,
 		WindowStart: inc.WindowStart,
 		WindowEnd:   inc.WindowEnd,
@@ -206,7 +211,7 @@ func (h *Incidents) buildView(ctx context.Context, p store.Page, shares []store.
 	if len(p.Diagnoses) > 0 {
 		v.Similar = h.similarIncidents(ctx, incident.DecodeDiagnosis(p.Diagnoses[0]), inc.ID, title)
 	}
-	v.Timeline = timeline(p, title)
+	v.Timeline = timeline(ctx, p, title)
 	if h.d.Changes != nil {
 		h.addChanges(ctx, &v, inc, readOnly)
 	}
@@ -252,17 +257,17 @@ func archivedPanels(inc store.Incident) []views.IncidentPanel {
 }
 
 // timeline merges the incident's events, oldest first.
-func timeline(p store.Page, causeTitle func(string) string) []views.TimelineEntry {
+func timeline(ctx context.Context, p store.Page, causeTitle func(string) string) []views.TimelineEntry {
 	inc := p.Incident
-	out := []views.TimelineEntry{{At: inc.OpenedAt, Kind: "opened", Text: triggerText(inc)}}
+	out := []views.TimelineEntry{{At: inc.OpenedAt, Kind: "opened", Text: triggerTextIn(ctx, inc)}}
 	for _, d := range p.Diagnoses {
 		out = append(out, views.TimelineEntry{At: d.CreatedAt, Kind: "diagnosis",
-			Text: views.CauseTitle(d.RootCause) + " (" + views.FormatPercent(d.Confidence) + ", engine " + d.EngineVersion + ")"})
+			Text: i18n.T(ctx, "timeline.diagnosis_text", views.CauseTitleIn(ctx, d.RootCause), views.FormatPercent(d.Confidence), d.EngineVersion)})
 	}
 	for _, l := range p.Labels {
-		text := "diagnosis correct"
+		text := i18n.T(ctx, "timeline.label_correct")
 		if l.Verdict == store.VerdictWrong {
-			text = "diagnosis wrong; true cause " + causeTitle(l.TrueCause)
+			text = i18n.T(ctx, "timeline.label_wrong", causeTitleIn(ctx, causeTitle, l.TrueCause))
 		}
 		if l.Note != "" {
 			text += ". " + l.Note
@@ -273,7 +278,7 @@ func timeline(p store.Page, causeTitle func(string) string) []views.TimelineEntr
 		out = append(out, views.TimelineEntry{At: n.At, Kind: "note", Who: n.Author, Text: n.Body})
 	}
 	if inc.Alert != nil && inc.Alert.State == store.AlertResolved {
-		out = append(out, views.TimelineEntry{At: inc.Alert.ResolvedAt, Kind: "resolved", Text: "the alert resolved"})
+		out = append(out, views.TimelineEntry{At: inc.Alert.ResolvedAt, Kind: "resolved", Text: i18n.T(ctx, "timeline.alert_resolved")})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
 	return out
@@ -310,7 +315,7 @@ func (h *Incidents) Label(c echo.Context) error {
 	if wantsJSON(c) {
 		title := h.d.Service.CauseTitles(ctx)
 		return c.JSON(http.StatusOK, reviewResult{Incident: id, Verdict: string(label.Verdict), TrueCause: label.TrueCause,
-			By: label.By, State: views.VerdictState(string(label.Verdict), title(label.TrueCause))})
+			By: label.By, State: views.VerdictStateIn(ctx, string(label.Verdict), title(label.TrueCause))})
 	}
 	return redirect(c, reviewNext(c, id))
 }
@@ -435,4 +440,13 @@ func (h *Incidents) similarIncidents(ctx context.Context, d diagnose.Diagnosis, 
 		out = append(out, row)
 	}
 	return out
+}
+
+// causeTitleIn names a cause in the request's language: the taxonomy's
+// causes are translated, an engineer's own keep the name causeTitle gives.
+func causeTitleIn(ctx context.Context, causeTitle func(string) string, id string) string {
+	if _, ok := metrics.LookupCause(id); ok {
+		return views.CauseTitleIn(ctx, id)
+	}
+	return causeTitle(id)
 }

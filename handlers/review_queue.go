@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/incident"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
 )
@@ -40,7 +41,7 @@ func (h *Incidents) Queue(c echo.Context) error {
 	}
 	opts := causeOptions(causes)
 	v := views.ReviewQueueView{
-		Layout: h.d.layout("Review queue", views.NavAccuracy),
+		Layout: h.d.layout(i18n.T(ctx, "queue.title"), views.NavAccuracy),
 		Model:  model, Cause: cause, Models: q.Models, Causes: opts,
 		Left: q.Recent, Total: q.Total, More: q.Total > len(q.Items), Now: now,
 	}
@@ -50,7 +51,7 @@ func (h *Incidents) Queue(c echo.Context) error {
 			Severity: s.Severity, Cause: s.RootCause, Confidence: s.Confidence, Recent: !s.OpenedAt.Before(now.Add(-queueWeek)),
 			Review: reviewControls(s.ID, s.RootCause, "", "", opts, next)}
 		if ds, err := h.d.Archive.Diagnoses(ctx, s.ID); err == nil && len(ds) > 0 {
-			if ev := views.NewDiagnosisPanel(incident.DecodeDiagnosis(ds[0])).Evidence(); len(ev) > 0 {
+			if ev := views.NewDiagnosisPanel(incident.DecodeDiagnosis(ds[0])).EvidenceIn(ctx); len(ev) > 0 {
 				it.Evidence = ev[0]
 			}
 		}
@@ -63,7 +64,7 @@ func (h *Incidents) Queue(c echo.Context) error {
 func reviewControls(id int64, diagnosed, verdict, trueCauseTitle string, causes []views.CauseOption, next string) views.ReviewControls {
 	return views.ReviewControls{
 		IncidentID: id, Diagnosed: diagnosed, Verdict: verdict,
-		State:  views.VerdictState(verdict, trueCauseTitle),
+		State: views.VerdictState(verdict, trueCauseTitle), TrueCauseTitle: trueCauseTitle,
 		Causes: views.WrongCauses(causes, diagnosed), Next: next,
 	}
 }

@@ -70,7 +70,7 @@ func TestStoragePage(t *testing.T) {
 			tel: web.Options{Telemetry: tel, Detector: fakeDetector{ok: true, r: watch.RoundReport{
 				RoundStats: watch.RoundStats{Scopes: 144, Points: 4320, Firing: 2}, Began: now.Add(-20 * time.Second),
 				Took: 1250 * time.Millisecond, Interval: time.Minute}}},
-			want:       []string{`data-testid="detector-round"`, `data-ran`, `data-scopes="144"`, `data-took-ms="1250"`, "144 scopes, 4320 points, 2 alerts firing", "1.25s of its 1m interval"},
+			want:       []string{`data-testid="detector-round"`, `data-ran`, `data-scopes="144"`, `data-took-ms="1250"`, "144 scopes, 4,320 points, 2 alerts firing", "1.25s of its 1m interval"},
 			wantAbsent: []string{`data-testid="detector-behind"`},
 		},
 		{

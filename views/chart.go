@@ -79,6 +79,8 @@ func (t ChartTick) Anchor() string {
 // ChartLine is one laid-out series.
 type ChartLine struct {
 	Name   string
+	Metric string // the series' catalog id
+	Named  bool   // Name was given, not the metric's label
 	Class  string // colour class, s0..s5
 	D      string // SVG path; "M" starts every unbroken run
 	Times  string // comma-separated unix seconds of the drawn points
@@ -160,7 +162,7 @@ func NewChart(spec ChartSpec) Chart {
 		if name == "" {
 			name = MetricLabel(s.Metric)
 		}
-		l := ChartLine{Name: name, Class: "s" + itoa(i%6)}
+		l := ChartLine{Name: name, Metric: s.Metric, Named: s.Name != "", Class: "s" + itoa(i%6)}
 		pts := decimate(s.Samples, c.Start, c.End)
 		d := make([]byte, 0, len(pts)*14)
 		ts := make([]byte, 0, len(pts)*11)

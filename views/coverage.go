@@ -1,7 +1,7 @@
 package views
 
 import (
-	"strconv"
+	"context"
 	"strings"
 )
 
@@ -79,8 +79,8 @@ func (v *CoverageView) EngineProblems() []EngineRow {
 }
 
 // EnginesSummary counts the scopes per engine, e.g. "144 scopes: 128
-// vLLM, 16 SGLang; 1 with a problem".
-func (v *CoverageView) EnginesSummary() string {
+// vLLM, 16 SGLang; 1 with a problem (listed above)".
+func (v *CoverageView) EnginesSummary(ctx context.Context) string {
 	count := map[string]int{}
 	var order []string
 	for _, e := range v.Engines {
@@ -91,22 +91,22 @@ func (v *CoverageView) EnginesSummary() string {
 	}
 	parts := make([]string, len(order))
 	for i, name := range order {
-		parts[i] = strconv.Itoa(count[name]) + " " + name
+		parts[i] = T(ctx, "coverage.engine_count", count[name], name)
 	}
-	s := strconv.Itoa(len(v.Engines)) + " scopes: " + strings.Join(parts, ", ")
+	s := T(ctx, "coverage.engines_summary", len(v.Engines), strings.Join(parts, T(ctx, "list.sep")))
 	if n := len(v.EngineProblems()); n > 0 {
-		s += "; " + strconv.Itoa(n) + " with a problem (listed above)"
+		s += T(ctx, "coverage.engines_problems", n)
 	}
 	return s
 }
 
 // JoinedSummary counts the joined instances and their GPU series.
-func (v *CoverageView) JoinedSummary() string {
+func (v *CoverageView) JoinedSummary(ctx context.Context) string {
 	gpus := 0
 	for _, j := range v.Joined {
 		gpus += j.GPUs
 	}
-	return strconv.Itoa(len(v.Joined)) + " engine instances joined " + strconv.Itoa(gpus) + " GPU series"
+	return T(ctx, "coverage.joined_summary", len(v.Joined), gpus, v.JoinLabels)
 }
 
 // Shown reports whether a scope page has anything to say: GPUs that did

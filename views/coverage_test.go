@@ -30,10 +30,10 @@ func TestCoverageTablesFoldAFleet(t *testing.T) {
 	if !strings.Contains(page, `data-testid="storage-engines-fold"`) || !strings.Contains(page, `data-testid="storage-join-fold"`) {
 		t.Fatalf("a 20-engine fleet is not folded:\n%.2000s", page)
 	}
-	if got := fleet.EnginesSummary(); got != "20 scopes: 19 vLLM, 1 SGLang; 1 with a problem (listed above)" {
+	if got := fleet.EnginesSummary(context.Background()); got != "20 scopes: 19 vLLM, 1 SGLang; 1 with a problem (listed above)" {
 		t.Errorf("engine summary %q", got)
 	}
-	if got := fleet.JoinedSummary(); got != "20 engine instances joined 40 GPU series" {
+	if got := fleet.JoinedSummary(context.Background()); got != "20 engine instances joined 40 GPU series through pod (detected)" {
 		t.Errorf("join summary %q", got)
 	}
 	// The problem row is shown before the fold as well as inside it.

@@ -74,20 +74,21 @@ func (l LayoutView) FullTitle() string {
 	return l.Title + " · Casebook"
 }
 
+// navLink is one entry of the top bar; Label is its catalog key.
 type navLink struct {
 	Key, Label, Href string
 }
 
 func (l LayoutView) navLinks() []navLink {
 	links := []navLink{
-		{NavOverview, "Overview", route.URL(route.Overview)},
-		{NavIncidents, "Incidents", route.URL(route.IncidentList)},
-		{NavKnowledge, "Knowledge base", route.URL(route.KBList)},
-		{NavAccuracy, "Accuracy", route.URL(route.Accuracy)},
-		{NavStorage, "Storage", route.URL(route.Storage)},
+		{NavOverview, "nav.overview", route.URL(route.Overview)},
+		{NavIncidents, "nav.incidents", route.URL(route.IncidentList)},
+		{NavKnowledge, "nav.knowledge", route.URL(route.KBList)},
+		{NavAccuracy, "nav.accuracy", route.URL(route.Accuracy)},
+		{NavStorage, "nav.storage", route.URL(route.Storage)},
 	}
 	if l.ShowFaults {
-		links = append(links, navLink{NavFaults, "Fault injection", route.URL(route.Faults)})
+		links = append(links, navLink{NavFaults, "nav.faults", route.URL(route.Faults)})
 	}
 	return links
 }

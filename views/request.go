@@ -15,6 +15,7 @@ type RequestInfo struct {
 	Logout   bool   // the user signed in with a password and may sign out here
 	CSRF     string // the form token every state-changing form posts
 	Insecure bool   // the console is exposed without authentication
+	Path     string // the page's path and query, where the language switch returns to
 }
 
 type requestInfoKey struct{}

@@ -20,8 +20,10 @@ type ReviewControls struct {
 	// picker leaves it out.
 	Diagnosed string
 	Verdict   string // "", "correct" or "wrong"
-	// State says the current review in words.
-	State string
+	// State says the current review in words (English, for the JSON
+	// answer); TrueCauseTitle names the true cause of a wrong verdict.
+	State          string
+	TrueCauseTitle string
 	// Causes are the picker's causes, numbered from 1 in this order (the
 	// keyboard shortcut "w" then a number picks one).
 	Causes []CauseOption

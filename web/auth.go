@@ -86,6 +86,7 @@ func (a *authenticator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			User: p.Name, Role: p.Role.String(), Admin: p.Can(auth.RoleAdmin) && a.opts.Accounts != nil,
 			Logout: p.Kind == auth.KindSession, CSRF: csrf,
 			Insecure: a.opts.Insecure && p.Kind == auth.KindOpen,
+			Path:     req.URL.RequestURI(),
 		})
 		c.SetRequest(req.WithContext(ctx))
 

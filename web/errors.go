@@ -12,6 +12,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/views"
 )
@@ -26,6 +27,7 @@ func errorHandler(log *slog.Logger, h *handlers.Handlers, bodyLimit string) echo
 			return
 		}
 		req := c.Request()
+		ctx := req.Context()
 		reqID := c.Response().Header().Get(echo.HeaderXRequestID)
 		v := views.ErrorView{Status: http.StatusInternalServerError}
 		var pe *handlers.ParamError
@@ -40,19 +42,19 @@ func errorHandler(log *slog.Logger, h *handlers.Handlers, bodyLimit string) echo
 			}
 		case errors.Is(err, context.DeadlineExceeded):
 			v.Status = http.StatusServiceUnavailable
-			v.Message = "The request took too long; try a shorter time range."
+			v.Message = i18n.T(ctx, "error.too_long")
 		}
 		if v.Status == http.StatusRequestEntityTooLarge && (v.Message == "" || strings.EqualFold(v.Message, http.StatusText(v.Status))) {
-			v.Message = "The request body is larger than the console's limit of " + bodyLimit + "B."
+			v.Message = i18n.T(ctx, "error.body_too_large", bodyLimit)
 		}
 		if v.Status == http.StatusNotFound && (v.Message == "" || strings.EqualFold(v.Message, http.StatusText(http.StatusNotFound))) {
-			v.Message = "There is no page at " + req.URL.Path + "."
+			v.Message = i18n.T(ctx, "error.no_page", req.URL.Path)
 		}
-		v.Title = http.StatusText(v.Status)
+		v.Title = statusText(ctx, v.Status)
 		if v.Status >= 500 {
 			v.RequestID = reqID
 			if v.Message == "" {
-				v.Message = "Something went wrong on our side. The error has been logged."
+				v.Message = i18n.T(ctx, "error.internal")
 			}
 			log.ErrorContext(req.Context(), "request failed", "request_id", reqID, "status", v.Status, "err", err)
 		} else {
@@ -82,4 +84,27 @@ func errorHandler(log *slog.Logger, h *handlers.Handlers, bodyLimit string) echo
 		}
 		_ = c.HTMLBlob(v.Status, buf.Bytes())
 	}
+}
+
+// statusKeys are the catalog keys of the status lines the console
+// answers with; others keep Go's English text.
+var statusKeys = map[int]string{
+	http.StatusBadRequest:            "http.400",
+	http.StatusUnauthorized:          "http.401",
+	http.StatusForbidden:             "http.403",
+	http.StatusNotFound:              "http.404",
+	http.StatusMethodNotAllowed:      "http.405",
+	http.StatusConflict:              "http.409",
+	http.StatusRequestEntityTooLarge: "http.413",
+	http.StatusTooManyRequests:       "http.429",
+	http.StatusInternalServerError:   "http.500",
+	http.StatusServiceUnavailable:    "http.503",
+}
+
+// statusText is the status line's text in the request's language.
+func statusText(ctx context.Context, code int) string {
+	if k, ok := statusKeys[code]; ok {
+		return i18n.T(ctx, k)
+	}
+	return http.StatusText(code)
 }

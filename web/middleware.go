@@ -20,8 +20,8 @@ const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 
 
 // useMiddleware installs the ordered stack: recover, request ID, request
 // logging, request metrics, secure headers, cross-origin protection,
-// compression, body limit, timeout, authentication with the route
-// policies and form tokens.
+// compression, body limit, timeout, the request's language,
+// authentication with the route policies and form tokens.
 func useMiddleware(e *echo.Echo, opts Options, om *observability, authn *authenticator) {
 	log := opts.Logger
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{
@@ -99,6 +99,9 @@ func useMiddleware(e *echo.Echo, opts Options, om *observability, authn *authent
 	}
 	e.Use(middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: opts.BodyLimit, Skipper: ownLimit}))
 	e.Use(middleware.ContextTimeoutWithConfig(middleware.ContextTimeoutConfig{Timeout: opts.RequestTimeout, Skipper: handlers.EnforcesOwnBodyLimit}))
+	// Which language the pages speak, before authentication so that its
+	// refusals are in the viewer's language too.
+	e.Use(localize)
 	// Who is asking, may they, and did their form come from our page.
 	e.Use(authn.middleware)
 }

@@ -57,6 +57,9 @@ func routeTable(h *handlers.Handlers, opts Options, om *observability) []entry {
 		{route.Readyz, get, PolicyPublic, h.Health.Ready},
 		{route.Metrics, get, PolicyViewer, echo.WrapHandler(promhttp.HandlerFor(om.reg, promhttp.HandlerOpts{}))},
 		{route.Static, get, PolicyPublic, serveStatic},
+
+		// The language switch: a cookie, for anyone, signed in or not.
+		{route.Language, post, PolicyPublic, setLanguage},
 	}
 
 	// Sign-in and administration.

@@ -408,7 +408,8 @@ const pageChecks = `(function () {
 	document.querySelectorAll("button").forEach(function (el) {
 		if (!(el.textContent || "").trim() && !el.getAttribute("aria-label")) out.push("button without a name: " + describe(el));
 	});
-	var icon = /[\u25CF\u25C6\u25B2\u25A0\u25CB]/, word = /\b(OK|Info|Warning|Critical|No data)\b/;
+	// The status words in English and in Chinese (正常 提示 警告 严重 无数据).
+	var icon = /[\u25CF\u25C6\u25B2\u25A0\u25CB]/, word = /\b(OK|Info|Warning|Critical|No data)\b|\u6B63\u5E38|\u63D0\u793A|\u8B66\u544A|\u4E25\u91CD|\u65E0\u6570\u636E/;
 	document.querySelectorAll('[data-testid="status"]').forEach(function (el) {
 		var txt = el.textContent || "";
 		if (!icon.test(txt) || !word.test(txt)) out.push("status badge without icon and word: " + describe(el));

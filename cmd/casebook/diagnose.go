@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/metrics"
 )
 
@@ -24,8 +25,9 @@ import (
 func diagnoseCmd(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("diagnose", flag.ContinueOnError)
 	casesPath := fs.String("cases", "", "labelled cases (JSON Lines, one metrics.Case a line) for similar-case matching")
+	langFlag := fs.String("lang", "en", "language of the diagnoses' texts (titles, evidence, actions, notes): en or zh-CN; ids and field names stay English")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: casebook diagnose [--cases KB.jsonl] [FILE]\n\nReads a snapshot or JSON Lines of snapshots from FILE (or stdin, or -) and\nwrites one diagnosis JSON per line.\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: casebook diagnose [--cases KB.jsonl] [--lang en|zh-CN] [FILE]\n\nReads a snapshot or JSON Lines of snapshots from FILE (or stdin, or -) and\nwrites one diagnosis JSON per line.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, env, stderr); err != nil {
@@ -34,6 +36,11 @@ func diagnoseCmd(ctx context.Context, args []string, env func(string) string, st
 	if fs.NArg() > 1 {
 		return fmt.Errorf("%w: diagnose takes at most one FILE, got %d", errUsage, fs.NArg())
 	}
+	tag, ok := i18n.Parse(*langFlag)
+	if !ok {
+		return fmt.Errorf("%w: --lang %q: the texts are in en or zh-CN", errUsage, *langFlag)
+	}
+	loc := i18n.New(tag)
 	in, closeIn, err := openInput(fs.Arg(0))
 	if err != nil {
 		return fmt.Errorf("diagnose: %w", err)
@@ -45,10 +52,10 @@ func diagnoseCmd(ctx context.Context, args []string, env func(string) string, st
 		if err != nil {
 			return fmt.Errorf("diagnose: load cases: %w", err)
 		}
-		fmt.Fprintf(stderr, "diagnose: %d labelled cases loaded from %s (%d lines skipped)\n", kb.Len(), *casesPath, bad)
+		fmt.Fprintln(stderr, loc.T("cli.cases_loaded", kb.Len(), *casesPath, bad))
 		opts.Cases = kb
 	}
-	return diagnoseStream(ctx, diagnose.New(opts), in, stdout, runtime.GOMAXPROCS(0))
+	return diagnoseStreamIn(ctx, diagnose.New(opts), loc.Code(), in, stdout, runtime.GOMAXPROCS(0))
 }
 
 // openInput opens path, or stdin for "" and "-".
@@ -271,8 +278,14 @@ type result struct {
 }
 
 // diagnoseStream diagnoses every record of r with workers goroutines and
-// writes the results to w in input order.
+// writes the results to w in input order, with English texts.
 func diagnoseStream(ctx context.Context, e *diagnose.Engine, r io.Reader, w io.Writer, workers int) error {
+	return diagnoseStreamIn(ctx, e, "en", r, w, workers)
+}
+
+// diagnoseStreamIn is diagnoseStream with the diagnoses' texts in lang
+// (diagnose.Localize: the same fields and ids, other words).
+func diagnoseStreamIn(ctx context.Context, e *diagnose.Engine, lang string, r io.Reader, w io.Writer, workers int) error {
 	if workers < 1 {
 		workers = 1
 	}
@@ -287,7 +300,7 @@ func diagnoseStream(ctx context.Context, e *diagnose.Engine, r io.Reader, w io.W
 			defer wg.Done()
 			for j := range jobs {
 				select {
-				case results <- result{seq: j.seq, out: diagnoseRecord(e, j.rec)}:
+				case results <- result{seq: j.seq, out: diagnoseRecord(e, lang, j.rec)}:
 				case <-ctx.Done():
 					return
 				}
@@ -347,7 +360,7 @@ func diagnoseStream(ctx context.Context, e *diagnose.Engine, r io.Reader, w io.W
 
 // diagnoseRecord decodes and diagnoses one record, returning its output
 // line: the diagnosis JSON, or an error object naming the line.
-func diagnoseRecord(e *diagnose.Engine, rec record) []byte {
+func diagnoseRecord(e *diagnose.Engine, lang string, rec record) []byte {
 	if rec.err != nil {
 		return errorLine(rec.line, rec.err)
 	}
@@ -358,7 +371,7 @@ func diagnoseRecord(e *diagnose.Engine, rec record) []byte {
 	if err != nil {
 		return errorLine(rec.line, err)
 	}
-	out, err := json.Marshal(e.Diagnose(s))
+	out, err := json.Marshal(diagnose.Localize(e.Diagnose(s), lang))
 	if err != nil {
 		return errorLine(rec.line, fmt.Errorf("encode diagnosis: %w", err))
 	}

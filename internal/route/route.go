@@ -34,6 +34,9 @@ const (
 	Metrics Name = "metrics"      // /metrics
 	Static  Name = "static"       // /static/*
 
+	// The language switch.
+	Language Name = "session.language.update" // /language
+
 	// Sign-in and administration.
 	Login       Name = "session.login.form" // /login
 	LoginPost   Name = "session.login"      // /login
@@ -111,6 +114,8 @@ var patterns = map[Name]string{
 	Readyz:  "/readyz",
 	Metrics: "/metrics",
 	Static:  "/static/*",
+
+	Language: "/language",
 
 	Login:       "/login",
 	LoginPost:   "/login",

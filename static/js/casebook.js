@@ -9,11 +9,29 @@
   var hm = function (d) { return pad(d.getHours()) + ":" + pad(d.getMinutes()); };
   var md = function (d) { return d.toLocaleDateString(undefined, { month: "short", day: "numeric" }); };
 
+  // The page's language (the server's choice) orders the date; the
+  // viewer's own time zone is named after the time, as the server names UTC.
+  var lang = document.documentElement.lang || "en";
+  // msg is a sentence the server printed in the page's language onto the
+  // html element (data-msg-*); the English one when it is absent.
+  var msg = function (key, english) { return document.documentElement.getAttribute("data-msg-" + key) || english; };
+  var zone = function (d) {
+    try {
+      var parts = new Intl.DateTimeFormat(lang, { timeZoneName: "short" }).formatToParts(d);
+      for (var i = 0; i < parts.length; i++) if (parts[i].type === "timeZoneName") return " " + parts[i].value;
+    } catch (e) { /* no Intl: the time without its zone */ }
+    return "";
+  };
+  var ymd = function (d) {
+    if (lang === "zh-CN") return d.getFullYear() + "年" + (d.getMonth() + 1) + "月" + d.getDate() + "日";
+    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate());
+  };
+
   function localTimes(root) {
     root.querySelectorAll("time[data-t]").forEach(function (el) {
       var d = new Date(+el.getAttribute("data-t") * 1000);
       el.setAttribute("datetime", d.toISOString());
-      el.textContent = d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " + hm(d);
+      el.textContent = ymd(d) + " " + hm(d) + zone(d);
     });
     root.querySelectorAll("figure.chart").forEach(function (fig) {
       var svg = fig.querySelector("svg.chart-svg");
@@ -167,7 +185,7 @@
     box.type = "checkbox";
     box.checked = window.localStorage.getItem(KEY) === "1";
     label.appendChild(box);
-    label.appendChild(document.createTextNode(" Live refresh (30 s)"));
+    label.appendChild(document.createTextNode(" " + msg("live", "Live refresh (30 s)")));
     head.appendChild(label);
     box.addEventListener("change", function () { window.localStorage.setItem(KEY, box.checked ? "1" : "0"); });
     window.setInterval(function () {
@@ -234,7 +252,7 @@
           }
           bar.dispatchEvent(new CustomEvent("casebook:reviewed", { bubbles: true, detail: j }));
         }).catch(function (e) {
-          state.textContent = "Not saved: " + e.message;
+          state.textContent = msg("not-saved", "Not saved:") + " " + e.message;
           state.classList.add("review-error");
         }).finally(function () { bar.classList.remove("saving"); });
       });
@@ -249,20 +267,21 @@
         var d = form.closest("details");
         if (d) {
           d.open = false;
-          d.querySelector("summary").textContent = "Note saved: " + box.value.slice(0, 60);
+          d.querySelector("summary").textContent = msg("note-saved", "Note saved:") + " " + box.value.slice(0, 60);
         }
         box.value = "";
         // The field is hidden now; give the keys back to the queue item at
         // once rather than whenever the browser drops focus from it.
         var item = form.closest('[data-testid="queue-item"]');
         if (item) item.focus({ preventScroll: true });
-      }).catch(function (e) { box.setCustomValidity("Not saved: " + e.message); box.reportValidity(); });
+      }).catch(function (e) { box.setCustomValidity(msg("not-saved", "Not saved:") + " " + e.message); box.reportValidity(); });
     });
   }
 
   function leftText(n) {
-    if (n === 0) return "Nothing left to review from the last 7 days";
-    return n + (n === 1 ? " incident" : " incidents") + " of the last 7 days left to review";
+    if (n === 0) return msg("left-none", "Nothing left to review from the last 7 days");
+    if (n === 1) return msg("left-one", "1 incident of the last 7 days left to review");
+    return msg("left-many", "{n} incidents of the last 7 days left to review").replace("{n}", n);
   }
 
   // The queue's keys: j/k move, c correct, w then a number wrong with that
