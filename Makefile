@@ -28,7 +28,7 @@ run: ## serve the console on the embedded demo at http://127.0.0.1:8080
 .PHONY: test
 test: check-generated lint ## generated-code and lint checks, unit tests with the race detector, then the integration suite
 	@echo ">> unit tests"
-	$(GO) test -race -tags $(TAGS) -count=1 ./...
+	$(GO) test -race -tags $(TAGS) -count=1 -timeout 30m ./...
 	@$(MAKE) --no-print-directory test-integration
 
 .PHONY: test-deps
