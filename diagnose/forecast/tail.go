@@ -25,8 +25,9 @@ import (
 // record went at least m deep: counted when at least minEpisodes did, else
 // from a generalised Pareto tail fitted to the excesses of the deeper half
 // of the episodes over the shallower half's deepest (moment estimates),
-// once there are 2*minTailEpisodes, else from the normal model the band
-// assumes. A run alerts when its rate is within the false-alert budget,
+// once there are 2*minTailEpisodes, else from an exponential tail of the
+// few episodes' excesses over the band, and from the normal model the
+// band assumes only when the record holds no episode. A run alerts when its rate is within the false-alert budget,
 // DetectorOptions.FalsePerDay: a routine burst that recurs every other day
 // has a rate of about 0.5 a day, and a burst far beyond the series' own
 // bursts a small one.
