@@ -27,10 +27,11 @@ func backtestCmd(ctx context.Context, args []string, env func(string) string, st
 	rate := fs.Float64("anomalies-per-day", 1, "mean rate of injected anomaly windows per metric and day (synthetic mode)")
 	cluster := fs.Bool("cluster", false, "count incidents on the simulated cluster: faults injected per model scope, one scope's overlapping alerts are one incident")
 	faults := fs.Float64("faults-per-day", 1, "mean rate of injected faults per model scope and day (--cluster)")
+	falsePerDay := fs.Float64("false-per-day", 0, "the dynamic detector's false-alert budget per series and day, as detect --false-per-day (0: off)")
 	sustain := fs.Duration("corroborate", 10*time.Minute, "with --cluster, an incident opens only when metrics of two dimensions of the scope alert or one alert lasts this long, for both detectors, as serve --detect-corroborate does (0: every alert opens one)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: casebook backtest [--weeks N] [--seed S] [--per-metric] [--anomalies-per-day R]\n"+
-			"       casebook backtest --cluster [--weeks N] [--seed S] [--faults-per-day F]\n\n"+
+		fmt.Fprintln(fs.Output(), "usage: casebook backtest [--weeks N] [--seed S] [--per-metric] [--anomalies-per-day R] [--false-per-day R]\n"+
+			"       casebook backtest --cluster [--weeks N] [--seed S] [--faults-per-day F] [--false-per-day R]\n\n"+
 			"Compares the dynamic-threshold detector with fixed thresholds oracle-tuned to the same recall.\n"+
 			"By default per metric on synthetic series; --cluster per incident on the simulated cluster.")
 		fs.PrintDefaults()
@@ -53,16 +54,20 @@ func backtestCmd(ctx context.Context, args []string, env func(string) string, st
 	if *sustain < 0 || *sustain > 24*time.Hour {
 		return fmt.Errorf("%w: --corroborate must be 0..24h, got %v", errUsage, *sustain)
 	}
+	if *falsePerDay < 0 || *falsePerDay > 1e6 {
+		return fmt.Errorf("%w: --false-per-day must be 0 (off) to 1e6, got %g", errUsage, *falsePerDay)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	dopts := forecast.DetectorOptions{Consecutive: *consecutive, FalsePerDay: *falsePerDay}
 	if *cluster {
-		return backtestCluster(*weeks, *seed, *consecutive, *faults, *sustain, stdout)
+		return backtestCluster(*weeks, *seed, dopts, *faults, *sustain, stdout)
 	}
 	began := time.Now()
 	res := forecast.Backtest(forecast.BacktestOptions{
 		Sim:      forecast.SimOptions{Weeks: *weeks, Seed: *seed, AnomaliesPerDay: *rate},
-		Detector: forecast.DetectorOptions{Consecutive: *consecutive},
+		Detector: dopts,
 	})
 	fmt.Fprintf(stdout, "backtest: %d catalog metrics, %d evaluated week(s) of 1-minute data after 14 days of history, %.2g anomalies per metric and day, seed %d, K=%d (%.1fs)\n",
 		len(res.Rows), *weeks, *rate, *seed, *consecutive, time.Since(began).Seconds())
@@ -101,7 +106,7 @@ func backtestCmd(ctx context.Context, args []string, env func(string) string, st
 
 // backtestCluster runs the incident-level backtest on the simulated
 // cluster and prints one row per scope and detector, the totals and the cut.
-func backtestCluster(weeks int, seed int64, consecutive int, faults float64, sustain time.Duration, stdout io.Writer) error {
+func backtestCluster(weeks int, seed int64, dopts forecast.DetectorOptions, faults float64, sustain time.Duration, stdout io.Writer) error {
 	began := time.Now()
 	hist := sim.History(sim.HistoryOptions{Weeks: weeks, Seed: seed, FaultsPerDay: faults})
 	simulated := time.Since(began)
@@ -114,11 +119,11 @@ func backtestCluster(weeks int, seed int64, consecutive int, faults float64, sus
 		scopes[i] = sc
 	}
 	res := forecast.BacktestIncidents(scopes, forecast.IncidentBacktestOptions{
-		Detector: forecast.DetectorOptions{Consecutive: consecutive},
+		Detector: dopts,
 		Sustain:  sustain,
 	})
 	fmt.Fprintf(stdout, "backtest --cluster: %d model scopes, %d series, %d evaluated week(s) of 1-minute data after 14 days of history, %.2g faults per scope and day, seed %d, K=%d, refit 6h (simulated %.1fs, total %.1fs)\n",
-		len(scopes), res.Metrics, weeks, faults, seed, consecutive, simulated.Seconds(), time.Since(began).Seconds())
+		len(scopes), res.Metrics, weeks, faults, seed, dopts.Consecutive, simulated.Seconds(), time.Since(began).Seconds())
 	return writeIncidentTable(stdout, res)
 }
 

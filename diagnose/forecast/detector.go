@@ -63,8 +63,15 @@ type DetectorOptions struct {
 	// ShiftPoints is how many points in a row outside the band on one side
 	// count as a persistent level shift rather than an anomaly; the series
 	// is then refitted on the new level and any alert ends with a message
-	// saying so (default 240: four hours at 1-minute data).
+	// saying so (default 240: four hours at 1-minute data). A series
+	// that then returns to the level it left has ended the episode: the
+	// step is dropped and the return does not alert.
 	ShiftPoints int
+	// ShiftFor, with For set, replaces ShiftPoints by a duration at the
+	// series' own sampling interval (default 4 h, ShiftPoints at 1-minute
+	// data), so an hourly series adopts a lasting new level after hours
+	// rather than ten days, and never before a run could alert.
+	ShiftFor time.Duration
 	// LocalWindow is how many recent points, taken while no alert is
 	// open, give the local correction: the median of their forecast
 	// errors is added to the forecast, so a series that runs a little
@@ -139,6 +146,9 @@ func (o DetectorOptions) withDefaults() DetectorOptions {
 	}
 	if o.ShiftPoints <= 0 {
 		o.ShiftPoints = 240
+	}
+	if o.ShiftFor <= 0 {
+		o.ShiftFor = 4 * time.Hour
 	}
 	if o.LocalWindow == 0 {
 		o.LocalWindow = 60
@@ -275,6 +285,7 @@ type seriesState struct {
 	inRun    int
 	outRun   int
 	outSide  int
+	step     step // the latest level shift absorbed
 	outStart int64
 	outVals  []float64
 	alertDir metrics.Direction
@@ -298,6 +309,13 @@ type seriesState struct {
 	record   ring  // errors in the series' units of every judged point, alerts included
 	pending  []obs // points not yet old enough for the record
 	inflate  float64
+}
+
+// step is a level shift the model absorbed: when it began and by how much
+// the level moved.
+type step struct {
+	at    time.Time
+	delta float64
 }
 
 // excursion is one past run out of the band: when it began, on which side,
@@ -461,6 +479,21 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	case v < lo:
 		side = -1
 	}
+	if side != 0 && st.reverts(v, f) {
+		// Back at the level the latest shift left: that was one episode,
+		// which has ended; refit without its step and judge the point
+		// against the old level.
+		d.dropStep(st, sec)
+		f, hw = st.model.band(sec, st.offset, st.inflate)
+		lo, hi = f-hw, f+hw
+		side = 0
+		switch {
+		case v > hi:
+			side = 1
+		case v < lo:
+			side = -1
+		}
+	}
 	se := st.model.sigmaAtSec(sec) * st.inflate
 	z := 0.0
 	if se > 0 {
@@ -492,7 +525,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	if side != 0 {
 		st.outVals = append(st.outVals, v)
 	}
-	if st.outRun >= d.opts.ShiftPoints {
+	if st.outRun >= d.shiftNeed(st) {
 		msg := d.absorbShift(st, sec, v)
 		wasFiring := st.firing
 		start := st.outStart
@@ -565,6 +598,41 @@ func (d *Detector) need(st *seriesState) int {
 	}
 	n := int((int64(d.opts.For/time.Second) + st.interval - 1) / st.interval)
 	return min(max(n, 2), d.opts.ShiftPoints-1)
+}
+
+// reverts reports whether v, out of the band around f, is back nearer
+// the level the latest absorbed shift left than the level it moved to,
+// while the model still holds that shift's step.
+func (st *seriesState) reverts(v, f float64) bool {
+	s := st.step
+	if s.delta == 0 || len(st.shifts) == 0 || !st.shifts[len(st.shifts)-1].Equal(s.at) {
+		return false
+	}
+	// Nearer the old level than the new one.
+	return (v-f)*s.delta < 0 && math.Abs(v-f) >= math.Abs(s.delta)/2
+}
+
+// dropStep ends the episode of the latest absorbed shift: the model
+// loses its step. The episode's points stay in the history: if it
+// recurs (a young series' first weekend), the seasonal terms learn it.
+func (d *Detector) dropStep(st *seriesState, sec int64) {
+	st.shifts = st.shifts[:len(st.shifts)-1]
+	st.step = step{}
+	// The local correction learnt the episode's level.
+	st.local, st.offset = ring{}, 0
+	st.outRun, st.outSide, st.outVals = 0, 0, st.outVals[:0]
+	d.refit(st, sec)
+}
+
+// shiftNeed is how many points a departure lasts before it is a level
+// shift: ShiftPoints, or with For set, the points that cover ShiftFor at
+// the series' sampling interval, more than a run needs to alert.
+func (d *Detector) shiftNeed(st *seriesState) int {
+	if d.opts.For <= 0 || st.interval <= 0 {
+		return d.opts.ShiftPoints
+	}
+	n := int((int64(d.opts.ShiftFor/time.Second) + st.interval - 1) / st.interval)
+	return max(n, d.need(st)+1)
 }
 
 // qualifies reports whether the current run is long enough to alert, or
@@ -724,6 +792,7 @@ func (d *Detector) absorbShift(st *seriesState, sec int64, v float64) string {
 		if len(st.shifts) > 4 {
 			st.shifts = st.shifts[len(st.shifts)-4:]
 		}
+		st.step = step{at: start, delta: newLevel - oldLevel}
 		msg = fmt.Sprintf("level shift since %s: %.6g -> %.6g persisted %d points; refitted with a level step",
 			start.Format(time.RFC3339), oldLevel, newLevel, len(post))
 	}

@@ -743,3 +743,34 @@ func TestDetectorExcursionMemoryBounded(t *testing.T) {
 		t.Errorf("after a week, %d excursions remembered, want 1", len(st.excursions))
 	}
 }
+
+func TestDetectorShiftForAndReturn(t *testing.T) {
+	// An hourly series drops from 50 to 20 for a day and comes back. With
+	// For set, the drop is one alert and a level shift after ShiftFor (4
+	// hours at hourly data, not ShiftPoints = 240 hours), and the return
+	// to the old level ends that episode: it raises no second alert.
+	n := 600 // 25 days
+	at := n - 60
+	s := gen(n, time.Hour, 1, 7, func(time.Time) float64 { return 50 })
+	for i := at; i < at+24; i++ {
+		s[i].V -= 30
+	}
+	var ev []Alert
+	for _, a := range feed(NewDetector(DetectorOptions{For: 3 * time.Minute}), "value", s) {
+		if !a.At.Before(s[at-5].T) {
+			ev = append(ev, a)
+		}
+	}
+	if count(ev, Firing) != 1 {
+		t.Fatalf("events %v, want one firing", ev)
+	}
+	shifted := -1
+	for i, a := range ev {
+		if a.State == Resolved && strings.Contains(a.Message, "level shift") {
+			shifted = i
+		}
+	}
+	if shifted < 0 || ev[shifted].At.After(s[at+6].T) {
+		t.Errorf("events %v, want the alert resolved as a level shift within 6 hours of %s", ev, s[at].T)
+	}
+}

@@ -95,8 +95,9 @@
 // judged point's error, alerts included, once a day old; at most 4,032
 // points) gives how many episodes a day went as deep, each episode (a
 // stretch of k-point windows beyond the band) counted once, with a
-// generalised Pareto tail beyond the deepest and the normal model's rate
-// before the record covers a day. The run alerts only when that rate is at
+// generalised Pareto tail beyond the deepest (an exponential one while
+// the record holds fewer than ten episodes) and the normal model's rate
+// before the record covers a day or when it holds no episode. The run alerts only when that rate is at
 // most FalsePerDay; Alert.P and the trace carry it. A zero-inflated or
 // bursty series, whose normal bursts are many standard errors out, then
 // alerts on a burst far beyond its own bursts and not on the routine ones.
@@ -107,11 +108,16 @@
 // alerts out of its refits. NaN, duplicate and out-of-order points are
 // counted and skipped; the sampling interval is the median of recent gaps,
 // and a gap of more than five intervals resets the run count; a departure
-// that persists for ShiftPoints (240) points on one side is a level shift:
-// the series is refitted with a level step (or, for a change of scale of
-// five times or more such as a unit change, restarted from the new data)
-// and the event's message says so, so a persistent change does not alert
-// forever.
+// that persists for ShiftPoints (240) points on one side, or with For set
+// for ShiftFor (4 hours) at the series' own sampling interval, is a level
+// shift: the series is refitted with a level step (or, for a change of
+// scale of five times or more such as a unit change, restarted from the
+// new data) and the event's message says so, so a persistent change does
+// not alert forever. A series that then comes back nearer the level it
+// left than the one it moved to has ended that episode: the step is
+// dropped (the episode's points stay in the history, so an episode that
+// recurs, such as a young series' first weekend, is learnt by the
+// seasonal terms) and the return does not alert.
 //
 // A caller keeps one Detector per scope (DetectorOptions.Scope) and feeds
 // it every catalog value each minute:

@@ -25,8 +25,9 @@ import (
 // record went at least m deep: counted when at least minEpisodes did, else
 // from a generalised Pareto tail fitted to the excesses of the deeper half
 // of the episodes over the shallower half's deepest (moment estimates),
-// once there are 2*minTailEpisodes, else from the normal model the band
-// assumes. A run alerts when its rate is within the false-alert budget,
+// once there are 2*minTailEpisodes, else from an exponential tail of the
+// few episodes' excesses over the band, and from the normal model the
+// band assumes only when the record holds no episode. A run alerts when its rate is within the false-alert budget,
 // DetectorOptions.FalsePerDay: a routine burst that recurs every other day
 // has a rate of about 0.5 a day, and a burst far beyond the series' own
 // bursts a small one.
@@ -94,9 +95,10 @@ func episodePeaks(depths []float64, u float64) []float64 {
 // minEpisodes, else from a generalised Pareto tail of the peaks' excesses
 // over their median (peaks over threshold: the median keeps half the
 // peaks for the fit and puts the threshold among them, so bursts of one
-// size give a short tail and bursts of every size a long one). ok is
-// false when neither has enough episodes.
-func episodeRate(peaks []float64, m, days float64) (rate float64, ok bool) {
+// size give a short tail and bursts of every size a long one), once there
+// are 2*minTailEpisodes, else from an exponential tail of the peaks'
+// excesses over the band's half-width u. ok is false with no episode.
+func episodeRate(peaks []float64, u, m, days float64) (rate float64, ok bool) {
 	if days <= 0 {
 		return 0, false
 	}
@@ -109,13 +111,30 @@ func episodeRate(peaks []float64, m, days float64) (rate float64, ok bool) {
 	if ge >= minEpisodes {
 		return float64(ge) / days, true
 	}
-	if len(peaks) < 2*minTailEpisodes {
+	if len(peaks) == 0 {
 		return 0, false
+	}
+	if len(peaks) < 2*minTailEpisodes {
+		// Too few episodes for a shape: an exponential tail of their
+		// excesses over the band (a Pareto tail of shape 0). A short
+		// record of a bursty series still says how large its bursts
+		// run, which the normal model, many orders of magnitude too
+		// confident for such a series, does not.
+		var mean float64
+		for _, p := range peaks {
+			mean += p - u
+		}
+		mean /= float64(len(peaks))
+		base := float64(len(peaks)) / days
+		if m <= u || mean <= 0 {
+			return base, true
+		}
+		return base * math.Exp(-(m-u)/mean), true
 	}
 	s := append([]float64(nil), peaks...)
 	sort.Float64s(s)
 	top := s[len(s)/2:]
-	u := s[len(s)/2-1]
+	u = s[len(s)/2-1]
 	var mean, sq float64
 	for _, p := range top {
 		mean += p - u
@@ -229,7 +248,7 @@ func (d *Detector) runRate(st *seriesState, hw float64) float64 {
 	perDay := 86400 / float64(st.interval)
 	e := st.record.errors()
 	if days := float64(len(e)) / perDay; days >= minRecordDays {
-		if r, ok := episodeRate(episodePeaks(runDepths(e, k, side), hw), m, days); ok {
+		if r, ok := episodeRate(episodePeaks(runDepths(e, k, side), hw), hw, m, days); ok {
 			return r
 		}
 	}

@@ -58,12 +58,14 @@ func TestEpisodeRate(t *testing.T) {
 	}{
 		{"counted", peaks, 9, 10, 0.6, false},
 		{"beyond the deepest: Pareto tail, below the count's floor", peaks, 40, 10, 0.3, true},
-		{"too few episodes", peaks[:6], 40, 10, math.NaN(), false},
+		{"few episodes: exponential tail over the band", peaks[:6], 40, 10, 0.6 * math.Exp(-37/3.5), false},
+		{"few episodes, within the deepest", peaks[:2], 4.5, 10, 0.2 * math.Exp(-1.5/1.5), false},
+		{"no episode", nil, 40, 10, math.NaN(), false},
 		{"no record", peaks, 9, 0, math.NaN(), false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := episodeRate(tc.peaks, tc.m, tc.days)
+			got, ok := episodeRate(tc.peaks, 3, tc.m, tc.days)
 			switch {
 			case math.IsNaN(tc.want):
 				if ok {
@@ -81,12 +83,22 @@ func TestEpisodeRate(t *testing.T) {
 	// Bursts of one size: a burst three times as deep is far rarer
 	// than bursts of every size make it.
 	same := []float64{40, 41, 40, 42, 39, 40, 41, 40, 43, 40, 41, 42}
-	if r, _ := episodeRate(same, 120, 4); r > 0.01 {
+	if r, _ := episodeRate(same, 30, 120, 4); r > 0.01 {
 		t.Errorf("rate of 120 among bursts of 40 = %g, want <= 0.01", r)
 	}
+	// A short record of bursts of a few hundred: a burst of about their
+	// size is routine, however many standard errors out the band says it
+	// is, and one ten times their size is not.
+	short := []float64{650, 700, 800}
+	if r, _ := episodeRate(short, 150, 750, 4); r < 0.1 {
+		t.Errorf("rate of 750 among three bursts of 650-800 in 4 days = %g, want >= 0.1", r)
+	}
+	if r, _ := episodeRate(short, 150, 7500, 4); r > 1e-4 {
+		t.Errorf("rate of 7500 among three bursts of 650-800 in 4 days = %g, want <= 1e-4", r)
+	}
 	// Deeper is rarer.
-	a, _ := episodeRate(peaks, 25, 10)
-	b, _ := episodeRate(peaks, 50, 10)
+	a, _ := episodeRate(peaks, 3, 25, 10)
+	b, _ := episodeRate(peaks, 3, 50, 10)
 	if !(b < a) {
 		t.Errorf("rate at 50 (%g) not below rate at 25 (%g)", b, a)
 	}
