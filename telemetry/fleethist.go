@@ -58,6 +58,11 @@ func (h *fleetHistory) get(ctx context.Context, query string, start, end, settle
 	if settled.After(end) {
 		settled = end
 	}
+	// The cached span ends on the grid, so the next reading's first fresh
+	// step is on it too.
+	if settled.After(start) {
+		settled = start.Add(settled.Sub(start) / step * step)
+	}
 	if !settled.Before(start) {
 		keep := make([]Result, 0, len(out))
 		for _, r := range out {

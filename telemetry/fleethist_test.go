@@ -51,6 +51,9 @@ func TestFleetHistoryReusesSettledPoints(t *testing.T) {
 		// Two minutes earlier: the two steps before the cached ones, and
 		// those the last reading had not settled.
 		{base.Add(-step), base.Add(63 * step), base.Add(61 * step), []string{"11:59-12:00", "13:02-13:03"}},
+		// Settled between two steps: the cache keeps the step before.
+		{base.Add(-step), base.Add(63 * step), base.Add(62*step + 30*time.Second), []string{"13:02-13:03"}},
+		{base.Add(-step), base.Add(63 * step), base.Add(63 * step), []string{"13:03-13:03"}},
 		// Far off: all of it.
 		{base.Add(5 * time.Hour), base.Add(5*time.Hour + 64*step), base.Add(61 * step), []string{"17:00-18:04"}},
 	} {
