@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/casebook/casebook/metrics"
@@ -51,16 +50,14 @@ func (t *Telemetry) FleetRange(ctx context.Context, ids []string, r metrics.Rang
 	win := t.res.rangeWindow(start, r.Step)
 	answers := make([][]Result, len(qs))
 	errs := make([]error, len(qs))
-	sem := make(chan struct{}, queryParallelism)
-	var wg sync.WaitGroup
+	g := queryGroup()
 	for i, q := range qs {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			answers[i], errs[i] = t.querier.Range(ctx, q.expr(win), start, end, r.Step)
+			return nil
 		})
 	}
-	wg.Wait()
+	g.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("telemetry: fleet range: %w", err)
 	}

@@ -187,25 +187,21 @@ func (t *Telemetry) readFleet(ctx context.Context, at time.Time) (metrics.Fleet,
 	curWin := t.res.currentWindow(at)
 	histWin := t.res.rangeWindow(hStart, historyStep)
 	answers := make([]fleetAnswer, len(qs))
-	sem := make(chan struct{}, queryParallelism)
-	var wg sync.WaitGroup
+	g := queryGroup()
 	for i, q := range qs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			a := &answers[i]
 			if a.cur, a.err = t.querier.Instant(ctx, q.expr(curWin), at); a.err != nil {
-				return
+				return nil
 			}
 			a.hist, a.err = t.fleetHist.get(ctx, q.expr(histWin), hStart, hEnd, settled, historyStep,
 				func(ctx context.Context, from, to time.Time) ([]Result, error) {
 					return t.querier.Range(ctx, q.expr(histWin), from, to, historyStep)
 				})
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	g.Wait()
 
 	b := newFleetBuilder(scopes, at, hStart, inst)
 	for _, s := range scopes {

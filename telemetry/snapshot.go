@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/casebook/casebook/metrics"
 )
@@ -33,6 +34,15 @@ func historyGrid(at time.Time) (start, end time.Time) {
 
 // queryParallelism bounds the catalog queries in flight for one request.
 const queryParallelism = 4
+
+// queryGroup runs one request's queries, at most queryParallelism at a
+// time. Its functions keep their own errors (one failed metric must not
+// cancel the others) and return nil.
+func queryGroup() *errgroup.Group {
+	var g errgroup.Group
+	g.SetLimit(queryParallelism)
+	return &g
+}
 
 // Snapshot captures the state of scope at `at`: every catalog metric's
 // current value (over the last minute where live data is dense) and 65
@@ -64,8 +74,7 @@ func (t *Telemetry) Snapshot(ctx context.Context, scope metrics.Scope, at time.T
 		histErr error
 	}
 	answers := make([]answer, len(metrics.Catalog))
-	sem := make(chan struct{}, queryParallelism)
-	var wg sync.WaitGroup
+	g := queryGroup()
 	for i, m := range metrics.Catalog {
 		if m.Source == metrics.SourceGPU && !gpuOK {
 			continue // no id: not queried, and not counted as answered
@@ -76,11 +85,7 @@ func (t *Telemetry) Snapshot(ctx context.Context, scope metrics.Scope, at time.T
 			continue
 		}
 		answers[i].id = m.ID
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			a := &answers[i]
 			rs, err := t.querier.Instant(ctx, m.Query(sel, curWin), at)
 			if err != nil {
@@ -94,9 +99,10 @@ func (t *Telemetry) Snapshot(ctx context.Context, scope metrics.Scope, at time.T
 			} else {
 				a.hist = cleanSamples(m, firstSeries(rs))
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	g.Wait()
 
 	snap := metrics.Snapshot{At: at, Scope: scope, Current: metrics.Values{}, Engine: es.Engine}
 	if len(absent) > 0 {
@@ -188,8 +194,7 @@ func (t *Telemetry) Range(ctx context.Context, scope metrics.Scope, ids []string
 
 	out := make([]metrics.Series, len(ids))
 	errs := make([]error, len(ids))
-	sem := make(chan struct{}, queryParallelism)
-	var wg sync.WaitGroup
+	g := queryGroup()
 	for i, m := range ms {
 		out[i] = metrics.Series{Metric: m.ID, Scope: scope, Samples: []metrics.Sample{}}
 		if m.Source == metrics.SourceGPU && !gpuOK {
@@ -199,11 +204,7 @@ func (t *Telemetry) Range(ctx context.Context, scope metrics.Scope, ids []string
 		if m.PromQL == "" {
 			continue // the scope's engine has no equivalent
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			q := m.Query(sel, win)
 			eval := func(ctx context.Context, from, to time.Time) ([]metrics.Sample, error) {
 				if tier != "" {
@@ -226,14 +227,15 @@ func (t *Telemetry) Range(ctx context.Context, scope metrics.Scope, ids []string
 			}
 			if err != nil {
 				errs[i] = err
-				return
+				return nil
 			}
 			if ss != nil {
 				out[i].Samples = ss
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	g.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("telemetry: range %s: %w", scope, err)
 	}
