@@ -126,8 +126,7 @@ type Watcher struct {
 
 	scopesErr bool // the last Scopes call failed (logged once)
 
-	last    RoundReport // the last round Run finished (under mu)
-	hasLast bool
+	last RoundReport // the last round Run finished (under mu)
 }
 
 // scopeState is what the watcher keeps per scope.
@@ -187,7 +186,7 @@ func (w *Watcher) Run(ctx context.Context) {
 		r := w.Round(ctx)
 		took := time.Since(began)
 		w.mu.Lock()
-		w.last, w.hasLast = RoundReport{RoundStats: r, Began: began, Took: took, Interval: w.opts.Interval}, true
+		w.last = RoundReport{RoundStats: r, Began: began, Took: took, Interval: w.opts.Interval}
 		w.mu.Unlock()
 		w.log.Debug("watch: round", "scopes", r.Scopes, "points", r.Points, "opened", r.Opened, "firing", r.Firing, "took", took.Round(time.Millisecond))
 		select {
@@ -228,7 +227,7 @@ func (r RoundReport) Behind() bool { return r.Warmed == 0 && r.Took > r.Interval
 func (w *Watcher) LastRound() (RoundReport, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.last, w.hasLast
+	return w.last, !w.last.Began.IsZero()
 }
 
 // Round runs one evaluation at the clock's current time.
