@@ -38,19 +38,8 @@ func TestBrowserReview(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	const token = "review-test-webhook-token"
-	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	base := "http://" + addr
-	done := runInBackground(t, ctx, "casebook serve (demo)", "serve", "--listen", addr, "--data", t.TempDir(),
-		"--scrape-interval", "2s", "--log-level", "warn", "--detect", "off", "--webhook-token", token)
+	base, done := serveDemo(t, ctx, token)
 	defer func() { cancel(); <-done }()
-	testenv.WaitFor(t, ctx, 150*time.Second, "casebook serve to be ready (demo back-fill)", func() (bool, error) {
-		select {
-		case err := <-done:
-			return false, fmt.Errorf("casebook serve exited: %v", err)
-		default:
-		}
-		return httpOK(base + "/readyz")
-	})
 
 	// Faults on every instance, then seven incidents from one Alertmanager
 	// message once the faults show: two per viewport for the verdicts,
@@ -201,6 +190,26 @@ func TestBrowserReview(t *testing.T) {
 
 // alertScopes are the demo cluster's instances, as model and pod.
 var alertScopes = [][2]string{{"llama-3.1-8b-instruct", "llama-8b-0"}, {"qwen2.5-32b-instruct", "qwen-32b-1"}, {"llama-3.1-8b-instruct", "llama-8b-1"}, {"qwen2.5-32b-instruct", "qwen-32b-0"}}
+
+// serveDemo runs `casebook serve` on the demo cluster (2 s scrapes, no
+// detector, the given webhook token) until ctx ends, and waits for it to
+// be ready; done delivers its exit.
+func serveDemo(t *testing.T, ctx context.Context, token string) (base string, done <-chan error) {
+	t.Helper()
+	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	base = "http://" + addr
+	done = runInBackground(t, ctx, "casebook serve (demo)", "serve", "--listen", addr, "--data", t.TempDir(),
+		"--scrape-interval", "2s", "--log-level", "warn", "--detect", "off", "--webhook-token", token)
+	testenv.WaitFor(t, ctx, 150*time.Second, "casebook serve to be ready (demo back-fill)", func() (bool, error) {
+		select {
+		case err := <-done:
+			return false, fmt.Errorf("casebook serve exited: %v", err)
+		default:
+		}
+		return httpOK(base + "/readyz")
+	})
+	return base, done
+}
 
 // openFromAlerts posts one Alertmanager message with n firing alerts on
 // the demo's instances and returns the incidents they opened, in order.

@@ -55,19 +55,8 @@ func TestBrowserChinese(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	const token = "zh-test-webhook-token"
-	addr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	base := "http://" + addr
-	done := runInBackground(t, ctx, "casebook serve (demo)", "serve", "--listen", addr, "--data", t.TempDir(),
-		"--scrape-interval", "2s", "--log-level", "warn", "--detect", "off", "--webhook-token", token)
+	base, done := serveDemo(t, ctx, token)
 	defer func() { cancel(); <-done }()
-	testenv.WaitFor(t, ctx, 150*time.Second, "casebook serve to be ready (demo back-fill)", func() (bool, error) {
-		select {
-		case err := <-done:
-			return false, fmt.Errorf("casebook serve exited: %v", err)
-		default:
-		}
-		return httpOK(base + "/readyz")
-	})
 	injectFault(t, base, "kv_cache_eviction", alertScopes[0][0]+"/"+alertScopes[0][1])
 	injectFault(t, base, "gpu_throttling", alertScopes[1][0]+"/"+alertScopes[1][1])
 	time.Sleep(40 * time.Second) // a minute's means must move
