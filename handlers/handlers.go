@@ -73,7 +73,7 @@ type Deps struct {
 	Faults    FaultInjector  // nil outside demo mode
 	Incidents IncidentOpener // nil until the archive is wired
 	// Deviations computes per-metric deviations for status colours;
-	// nil means diagnose.Deviations.
+	// nil means diagnose.StatusDeviations.
 	Deviations func(metrics.Snapshot) map[string]diagnose.Deviation
 	// Diagnoses counts diagnoses made; nil counts nothing.
 	Diagnoses Counter
@@ -118,7 +118,7 @@ type Handlers struct {
 // New builds the handlers, filling in the defaults of optional Deps.
 func New(d Deps) *Handlers {
 	if d.Deviations == nil {
-		d.Deviations = diagnose.Deviations
+		d.Deviations = diagnose.StatusDeviations
 	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)

@@ -16,15 +16,18 @@ type Materiality struct {
 }
 
 // materiality is the one table of floors, per catalog id. The values are
-// the smallest moves an on-call engineer would act on: a few
-// milliseconds or a tenth of a latency, a tenth of a rate, five points
-// of a 0-1 activity, a few percent of a clock, a tenth of a percent of
-// errors. Metrics absent here are material whenever they are anomalous.
+// the smallest moves an on-call engineer would act on: a quarter of a
+// mean latency and tens of milliseconds; half of a p99, whose tail swings
+// by a third from one minute to the next in a healthy service; a queue
+// wait of 50 ms, which is lost next to a TTFT of hundreds; a tenth of a
+// rate, five points of a 0-1 activity, a few percent of a clock, a tenth
+// of a percent of errors. Metrics absent here are material whenever they
+// are anomalous.
 var materiality = map[string]Materiality{
-	GatewayE2E: {Abs: 20, Rel: 0.1}, E2E: {Abs: 20, Rel: 0.1}, E2EP99: {Abs: 50, Rel: 0.1},
-	TTFT: {Abs: 10, Rel: 0.1}, TTFTP99: {Abs: 25, Rel: 0.1},
-	TPOT: {Abs: 1, Rel: 0.1}, TPOTP99: {Abs: 2, Rel: 0.1},
-	QueueTime: {Abs: 10, Rel: 0.2}, PrefillTime: {Abs: 10, Rel: 0.1}, DecodeTime: {Abs: 20, Rel: 0.1},
+	GatewayE2E: {Abs: 50, Rel: 0.25}, E2E: {Abs: 50, Rel: 0.25}, E2EP99: {Abs: 100, Rel: 0.5},
+	TTFT: {Abs: 25, Rel: 0.25}, TTFTP99: {Abs: 50, Rel: 0.5},
+	TPOT: {Abs: 2, Rel: 0.25}, TPOTP99: {Abs: 5, Rel: 0.5},
+	QueueTime: {Abs: 50, Rel: 0.5}, PrefillTime: {Abs: 25, Rel: 0.25}, DecodeTime: {Abs: 50, Rel: 0.25},
 	ThroughputRPS: {Rel: 0.1}, ArrivalRPS: {Rel: 0.1}, PromptTPS: {Rel: 0.1}, GenerationTPS: {Rel: 0.1},
 	RunningSeqs: {Abs: 2, Rel: 0.2}, QueueDepth: {Abs: 5}, MeanPromptTokens: {Rel: 0.1},
 	SMUtil: {Abs: 0.05}, TensorActive: {Abs: 0.05}, DRAMActive: {Abs: 0.05},
@@ -66,11 +69,12 @@ func Material(id string, mean, value float64) bool {
 }
 
 // MinTailRequests is how many requests must finish in a p99 latency's
-// window (the last minute) before the p99 says more than the slowest
-// request does: with fewer than a hundred, the 99th percentile of a
-// histogram is its maximum, and one long request moves it by any number
-// of standard deviations.
-const MinTailRequests = 100
+// window (the last minute) before the p99 is judged. Of n requests about
+// n/100 lie beyond the 99th percentile, and that count varies by its
+// square root: with a hundred requests the "p99" is the slowest one, and
+// below five hundred it is set by the slowest handful, so that one burst
+// of a few seconds moves it by any number of standard deviations.
+const MinTailRequests = 500
 
 // tailQuantiles are the per-request tail latencies.
 var tailQuantiles = map[string]bool{E2EP99: true, TTFTP99: true, TPOTP99: true}

@@ -14,7 +14,12 @@ func TestMaterial(t *testing.T) {
 		{"KV usage 60 % to 95 %", KVCacheUsage, 0.60, 0.95, true},
 		{"TTFT 21 ms to 24 ms", TTFT, 21, 24, false},
 		{"TTFT 21 ms to 60 ms", TTFT, 21, 60, true},
-		{"TTFT 800 ms to 900 ms: a tenth", TTFT, 800, 900, true},
+		{"TTFT 800 ms to 900 ms: an eighth", TTFT, 800, 900, false},
+		{"TTFT 800 ms to 1,100 ms", TTFT, 800, 1100, true},
+		{"TTFT p99 480 ms to 600 ms: a quarter of a tail", TTFTP99, 480, 600, false},
+		{"TTFT p99 480 ms to 4.8 s", TTFTP99, 480, 4800, true},
+		{"queue 22 ms to 55 ms", QueueTime, 22, 55, false},
+		{"queue 30 ms to 520 ms", QueueTime, 30, 520, true},
 		{"throughput down 5 %", ThroughputRPS, 20, 19, false},
 		{"throughput down 30 %", ThroughputRPS, 20, 14, true},
 		{"errors 0 to 0.05 %", ErrorRate, 0, 0.0005, false},
@@ -45,7 +50,8 @@ func TestTailJudgeable(t *testing.T) {
 		v    Values
 		want bool
 	}{
-		{"p99 with a hundred requests a minute", TTFTP99, Values{ThroughputRPS: 100.0 / 60}, true},
+		{"p99 with five hundred requests a minute", TTFTP99, Values{ThroughputRPS: 500.0 / 60}, true},
+		{"p99 of a hundred requests is set by the slowest few", TTFTP99, Values{ThroughputRPS: 100.0 / 60}, false},
 		{"p99 of thirty requests is their maximum", TPOTP99, Values{ThroughputRPS: 0.5}, false},
 		{"p99 without a throughput is judged", E2EP99, Values{}, true},
 		{"means are always judged", TTFT, Values{ThroughputRPS: 0.01}, true},

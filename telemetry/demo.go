@@ -54,6 +54,13 @@ const (
 	demoBackfill = 7 * 24 * time.Hour
 	// demoBackfillStep is the resolution of back-filled data.
 	demoBackfillStep = time.Minute
+	// demoFineTail is the back-fill's last stretch, written at the scrape
+	// interval. The overview reads an hour of history with rate windows
+	// sized for the coarsest data they touch; with two fine hours, the
+	// first hour of a console that has just started shows the one-minute
+	// windows of live data, not four-minute windows of 1-minute data that
+	// smear a burst of a few seconds over four readings.
+	demoFineTail = 2 * time.Hour
 	// demoBaseURL is the pseudo host the simulator is scraped at. Requests
 	// never leave the process: a RoundTripper hands them to its handler.
 	demoBaseURL = "http://casebook-sim"
@@ -98,7 +105,15 @@ func (t *Telemetry) startDemo(ctx, bg context.Context, src DemoSource, backfill 
 	t.db.DisableCompactions()
 	began := time.Now()
 	dst, done := t.backfillTarget(now)
-	n, err := backfillCluster(ctx, dst, src, from, now, demoBackfillStep, fams, hostPortOf(demoBaseURL))
+	fineFrom := now.Add(-demoFineTail)
+	if fineFrom.Before(from) {
+		fineFrom = from
+	}
+	spans := []backfillSpan{
+		{from: from, to: fineFrom, step: demoBackfillStep},
+		{from: fineFrom.Add(t.opts.ScrapeInterval), to: now, step: t.opts.ScrapeInterval},
+	}
+	n, err := backfillCluster(ctx, dst, src, spans, fams, hostPortOf(demoBaseURL))
 	t.db.EnableCompactions()
 	if err == nil {
 		err = done()
@@ -108,7 +123,8 @@ func (t *Telemetry) startDemo(ctx, bg context.Context, src DemoSource, backfill 
 	}
 	t.log.Info("demo history back-filled", "from", from, "to", now, "samples", n, "took", time.Since(began).Round(time.Millisecond))
 	t.res.coarse = demoBackfillStep
-	t.res.backfillEnd = now
+	t.res.coarseEnd = fineFrom
+	t.backfilledTo = now
 	t.status.ok("demo simulator")
 
 	t.wg.Add(1)
@@ -212,13 +228,13 @@ type backfillRef struct {
 	lset labels.Labels
 }
 
-// backfillCluster runs the simulator from `from` to `to` and appends every
+// backfillCluster runs the simulator through spans and appends every
 // sample, labelled exactly as the live scrape will label it (the series'
 // own labels plus job and instance), in commits of backfillBatch samples.
 // The simulator and the TSDB work in a pipeline: while one batch is being
 // appended and committed, the simulator fills the next. It returns the
 // number of samples appended.
-func backfillCluster(ctx context.Context, db storage.Appendable, c DemoSource, from, to time.Time, step time.Duration, fams families, instance string) (int, error) {
+func backfillCluster(ctx context.Context, db storage.Appendable, c DemoSource, spans []backfillSpan, fams families, instance string) (int, error) {
 	batches := make(chan *backfillBatchBuf, 2)
 	free := make(chan *backfillBatchBuf, 3)
 	for range 3 {
@@ -248,7 +264,7 @@ func backfillCluster(ctx context.Context, db storage.Appendable, c DemoSource, f
 		}
 		return nil
 	}
-	err := c.Backfill(from, to, step, func(s DemoSample) error {
+	emit := func(s DemoSample) error {
 		r, ok := refs[s.Key]
 		if !ok {
 			var err error
@@ -268,7 +284,16 @@ func backfillCluster(ctx context.Context, db storage.Appendable, c DemoSource, f
 			return send()
 		}
 		return nil
-	})
+	}
+	var err error
+	for _, sp := range spans {
+		if sp.to.Before(sp.from) {
+			continue
+		}
+		if err = c.Backfill(sp.from, sp.to, sp.step, emit); err != nil {
+			break
+		}
+	}
 	if err == nil && len(cur.refs) > 0 {
 		err = send()
 	}
@@ -280,6 +305,13 @@ func backfillCluster(ctx context.Context, db storage.Appendable, c DemoSource, f
 		return total, err
 	}
 	return total, nil
+}
+
+// backfillSpan is one stretch of a back-fill and its resolution; spans
+// follow each other in time.
+type backfillSpan struct {
+	from, to time.Time
+	step     time.Duration
 }
 
 // backfillBatchBuf is one batch of back-filled samples on its way to the

@@ -21,7 +21,7 @@ func TestFleetRangeMatchesRange(t *testing.T) {
 	queries := map[int]int64{}
 	for _, opts := range []sim.Options{{Models: 2, InstancesPerModel: 2}, {Models: 3, InstancesPerModel: 3}} {
 		tel, cq := openFleetDemo(t, opts)
-		end := tel.res.backfillEnd.Add(-10 * time.Minute).Truncate(time.Minute)
+		end := tel.backfilledTo.Add(-10 * time.Minute).Truncate(time.Minute)
 		r := metrics.Range{Start: end.Add(-5 * time.Minute), End: end, Step: time.Minute}
 		if _, err := tel.Scopes(ctx); err != nil { // listed before counting
 			t.Fatal(err)

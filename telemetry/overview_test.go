@@ -53,7 +53,7 @@ func TestFleetMatchesSnapshots(t *testing.T) {
 	queries := map[int]int64{}
 	for _, opts := range []sim.Options{{Models: 2, InstancesPerModel: 2}, {Models: 3, InstancesPerModel: 3}} {
 		tel, cq := openFleetDemo(t, opts)
-		at := tel.res.backfillEnd.Add(-2 * time.Minute) // settled data: no scrape adds to it
+		at := tel.backfilledTo.Add(-2 * time.Minute) // settled data: no scrape adds to it
 		before := cq.n.Load()
 		f, err := tel.Fleet(ctx, at)
 		if err != nil {
@@ -117,7 +117,7 @@ func TestFleetCache(t *testing.T) {
 	}
 	ctx := context.Background()
 	tel, cq := openFleetDemo(t, sim.Options{})
-	at := tel.res.backfillEnd.Add(-2 * time.Minute)
+	at := tel.backfilledTo.Add(-2 * time.Minute)
 	first, err := tel.Fleet(ctx, at)
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +220,7 @@ func TestFleetWaitersShareASlowReading(t *testing.T) {
 	ctx := context.Background()
 	tel, cq := openFleetDemo(t, sim.Options{})
 	tel.querier = slowQuerier{Querier: cq, delay: 200 * time.Millisecond}
-	at := tel.res.backfillEnd.Add(-3 * time.Minute)
+	at := tel.backfilledTo.Add(-3 * time.Minute)
 	first := make(chan metrics.Fleet, 1)
 	go func() {
 		f, err := tel.Fleet(ctx, at)

@@ -74,9 +74,11 @@ type Telemetry struct {
 	querier Querier
 	status  *statusBoard
 	res     resolutions
-	ranges  *rangeCache // settled points of long chart ranges
-	fleet   fleetCache  // the latest reading of every scope (Fleet)
-	scopes  scopesCache // the latest listing of the scopes (Scopes)
+	// backfilledTo is where the demo's back-fill ended (zero without one).
+	backfilledTo time.Time
+	ranges       *rangeCache // settled points of long chart ranges
+	fleet        fleetCache  // the latest reading of every scope (Fleet)
+	scopes       scopesCache // the latest listing of the scopes (Scopes)
 	// fleetHist keeps the settled history points of Fleet's range queries.
 	fleetHist fleetHistory
 	// noRecords notes the recorded tiers a remote Prometheus lacks.

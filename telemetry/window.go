@@ -21,9 +21,9 @@ type resolutions struct {
 	// live is the interval of live data (the scrape interval, or the
 	// remote Prometheus' scrape interval).
 	live time.Duration
-	// coarse is the interval of back-filled data before backfillEnd.
-	coarse      time.Duration
-	backfillEnd time.Time // zero when nothing was back-filled
+	// coarse is the interval of back-filled data before coarseEnd.
+	coarse    time.Duration
+	coarseEnd time.Time // zero when nothing was back-filled coarsely
 	// tiers, in the embedded mode, serve older data from the 1-minute and
 	// 1-hour aggregates.
 	tiers *tierSet
@@ -32,7 +32,7 @@ type resolutions struct {
 // at returns the coarsest resolution of the data from `from` on.
 func (r resolutions) at(from time.Time) time.Duration {
 	res := r.live
-	if !r.backfillEnd.IsZero() && from.Before(r.backfillEnd) && r.coarse > r.live {
+	if !r.coarseEnd.IsZero() && from.Before(r.coarseEnd) && r.coarse > r.live {
 		res = r.coarse
 	}
 	if r.tiers != nil {

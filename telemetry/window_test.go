@@ -11,7 +11,7 @@ import (
 
 func TestWindows(t *testing.T) {
 	end := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	demo := resolutions{live: 5 * time.Second, coarse: time.Minute, backfillEnd: end.Add(-2 * time.Hour)}
+	demo := resolutions{live: 5 * time.Second, coarse: time.Minute, coarseEnd: end.Add(-2 * time.Hour)}
 	live := resolutions{live: 5 * time.Second}
 	tests := []struct {
 		name  string

@@ -145,7 +145,11 @@ type instance struct {
 	loAvg    float64 // mean generated tokens of the requests in flight
 	lamAvg   float64 // arrival rate the batch has caught up with
 	svc      float64 // last mean service time, seconds
-	kvNeed   float64 // unique KV tokens the running batch needs
+	// wStat is the queueing wait the engine has built up towards its
+	// stationary value; wSet says it has been set.
+	wStat  float64
+	wSet   bool
+	kvNeed float64 // unique KV tokens the running batch needs
 	// consts are the deployment's physical constants; nil means
 	// DefaultConstants (the live cluster).
 	consts *Constants
@@ -295,9 +299,15 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 		chunks := math.Ceil(math.Max(1, lpUnc) / avail)
 		return chunks * (stepT(b) + math.Min(lpUnc, avail)*cp)
 	}
+	// Inter-token time: prefill takes a share fp of the engine's steps.
+	// With chunked prefill a step carries the decodes plus at most the
+	// rest of the token budget in prompt chunks, so a prompt burst slows
+	// decoding to at most one full-budget step; prompts beyond that wait.
+	itlAt := func(b, fp float64) float64 {
+		return math.Min(stepT(b)/(1-fp), stepT(b)+math.Max(0, budget-b*(k+1))*cp)
+	}
 	service := func(b, thr float64) float64 {
-		fp := prefillFrac(thr)
-		return tPre(b) + (lo-1)/perStep*stepT(b)/(1-fp)
+		return tPre(b) + (lo-1)/perStep*itlAt(b, prefillFrac(thr))
 	}
 
 	// Capacity: the throughput at which the batch limit is reached. With
@@ -384,8 +394,18 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 	// Requests also queue for the prefill token budget, one chunk per
 	// step: a single server busy a fraction fp of the time.
 	fpq := math.Min(fp, 0.97)
-	wq := (ca2+1)/2*(math.Pow(rho, math.Sqrt(2*(c+1))-1)/(c*(1-rho))*svc+fpq/(1-fpq)*tPre(b)/2) +
-		st/2 + in.queue/mu + preempt*tPre(b)
+	wStat := (ca2 + 1) / 2 * (math.Pow(rho, math.Sqrt(2*(c+1))-1)/(c*(1-rho))*svc + fpq/(1-fpq)*tPre(b)/2)
+	// A stationary queue takes time to build: near capacity a queue
+	// relaxes over about 1/(mu(1-sqrt(rho))^2) (Morse's relaxation time),
+	// minutes at rho 0.98 against a burst of a few seconds. The wait
+	// follows its stationary value with that lag; arrivals beyond
+	// capacity wait in the fluid backlog at once.
+	relax := math.Max(1/(mu*math.Pow(1-math.Sqrt(rho), 2)), tPre(b)/math.Pow(1-math.Sqrt(fpq), 2))
+	if !in.wSet {
+		in.wStat, in.wSet = wStat, true
+	}
+	in.wStat += (wStat - in.wStat) * (1 - math.Exp(-dt/relax))
+	wq := in.wStat + st/2 + in.queue/mu + preempt*tPre(b)
 	// The gauges count whole requests; rounding at random keeps their
 	// expectation equal to the fluid values.
 	in.running = math.Floor(b + in.rng.Float64())
@@ -396,7 +416,7 @@ func (in *instance) step(dt, lambda float64, ph physics) stepResult {
 
 	// Request latencies.
 	pre := tPre(b) * (1 + preempt)
-	itl := st / (1 - fp)
+	itl := itlAt(b, fp)
 	decode := (lo - 1) / perStep * itl
 	ttft := 0.003 + lp*0.4e-6 + wq + pre
 	e2e := ttft + decode + 0.002

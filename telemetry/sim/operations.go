@@ -30,7 +30,7 @@ func (c *Cluster) Drain(scope metrics.Scope) error {
 		c.hosts++
 		in.gpus = nil
 		in.setGPUs(c)
-		in.queue, in.running, in.waiting, in.kvUsage = 0, 0, 0, 0
+		in.queue, in.running, in.waiting, in.kvUsage, in.wStat = 0, 0, 0, 0, 0
 		in.layouts = [3]*page{}
 	}
 	c.gateway = nil
