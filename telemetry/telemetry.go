@@ -24,6 +24,9 @@ type Options struct {
 	DataDir        string        // embedded TSDB lives in DataDir/tsdb
 	PrometheusURL  string        // remote mode when set
 	Targets        []Target      // engine/exporter /metrics URLs to scrape (embedded mode)
+	// ScrapeConcurrency bounds the scrapes that run at once; zero means
+	// DefaultScrapeConcurrency.
+	ScrapeConcurrency int
 	Demo           DemoSource    // embedded mode scraping this in-process cluster, history back-filled; nil: none
 	ScrapeInterval time.Duration // default 5s; in remote mode, the remote's scrape interval (default 15s)
 	InstanceLabel  string        // default "pod"
@@ -95,6 +98,9 @@ type Telemetry struct {
 	app   storage.Appendable
 	tiers *tierSet // nil in remote mode
 	dcgm  *dcgmCollector
+	// pool runs the scrape loops; meter counts their work and skips.
+	pool  *scrapePool
+	meter *ingestMeter
 
 	bg     context.Context // ends at Close; background work runs under it
 	cancel context.CancelFunc
@@ -132,6 +138,9 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 	}
 	if opts.ScrapeInterval < 0 {
 		return nil, fmt.Errorf("telemetry: scrape interval %s is negative", opts.ScrapeInterval)
+	}
+	if opts.ScrapeConcurrency < 0 {
+		return nil, fmt.Errorf("telemetry: scrape concurrency %d is negative", opts.ScrapeConcurrency)
 	}
 	for _, l := range []struct{ flag, v string }{{"GPU instance label", opts.GPUInstanceLabel}, {"GPU namespace label", opts.GPUNamespaceLabel}} {
 		if l.v != "" && l.v != LabelAuto && !(l.v == "none" && l.flag == "GPU namespace label") && !validLabelName(l.v) {
@@ -206,6 +215,8 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 		targets = append(targets, st)
 	}
 
+	t.meter = &ingestMeter{}
+	t.pool = newScrapePool(opts.ScrapeConcurrency, t.meter)
 	t.res = resolutions{live: opts.ScrapeInterval}
 	for _, st := range targets {
 		if st.interval > t.res.live {
@@ -294,11 +305,13 @@ func validLabelName(s string) bool {
 	return s != "" && !strings.HasPrefix(s, "__")
 }
 
+// startLoop schedules l in the scrape pool.
 func (t *Telemetry) startLoop(ctx context.Context, l *scrapeLoop) {
+	t.meter.addTarget()
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		l.run(ctx)
+		t.pool.run(ctx, l)
 	}()
 }
 
