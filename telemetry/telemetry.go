@@ -21,15 +21,15 @@ import (
 // Options configures Open. Zero values mean the defaults documented on each
 // field.
 type Options struct {
-	DataDir        string        // embedded TSDB lives in DataDir/tsdb
-	PrometheusURL  string        // remote mode when set
-	Targets        []Target      // engine/exporter /metrics URLs to scrape (embedded mode)
+	DataDir       string   // embedded TSDB lives in DataDir/tsdb
+	PrometheusURL string   // remote mode when set
+	Targets       []Target // engine/exporter /metrics URLs to scrape (embedded mode)
 	// ScrapeConcurrency bounds the scrapes that run at once; zero means
 	// DefaultScrapeConcurrency.
 	ScrapeConcurrency int
-	Demo           DemoSource    // embedded mode scraping this in-process cluster, history back-filled; nil: none
-	ScrapeInterval time.Duration // default 5s; in remote mode, the remote's scrape interval (default 15s)
-	InstanceLabel  string        // default "pod"
+	Demo              DemoSource    // embedded mode scraping this in-process cluster, history back-filled; nil: none
+	ScrapeInterval    time.Duration // default 5s; in remote mode, the remote's scrape interval (default 15s)
+	InstanceLabel     string        // default "pod"
 	// GPUInstanceLabel and GPUNamespaceLabel are the labels on GPU
 	// series that name the engine's pod and namespace; "" or "auto"
 	// detects them from the data (exported_pod, pod or pod_name), and a
