@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -129,4 +131,79 @@ func head(ids []int64) string {
 		return fmt.Sprint(ids[:8], "...")
 	}
 	return fmt.Sprint(ids)
+}
+
+// BenchmarkSearchSplit compares one search over the full index with the
+// newest-first split (search_recent, then the rest) on an archive of
+// CASEBOOK_BENCH_INCIDENTS incidents (default 100,000) written by plain
+// SQL in seconds: titles only, so it isolates the full-text cost from
+// BenchmarkSearch's evidence and notes. Words: every incident says
+// alpha, every 100th medium, every 1000th rare, models m0..m3 rotate.
+//
+//	CASEBOOK_BENCH_INCIDENTS=1000000 go test -tags sqlite_fts5 -run '^$' -bench SearchSplit -benchtime 30x ./store/
+func BenchmarkSearchSplit(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(b.TempDir(), "split.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	n := benchSplitSize()
+	if _, err := s.w.ExecContext(ctx, `
+		WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < ?)
+		INSERT INTO incidents (id, title, model, trigger_kind, opened_at, window_start, window_end)
+		SELECT n, 'alpha incident' || iif(n % 100 = 0, ' medium', '') || iif(n % 1000 = 0, ' rare', ''),
+			'm' || (n % 4), 'manual', n * 300000000000, 0, 1 FROM c`, n); err != nil {
+		b.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		f    ListFilter
+	}{
+		{"every_incident", ListFilter{Query: "alpha"}},
+		{"every_incident_prefix", ListFilter{Query: "inc"}},
+		{"every_100th", ListFilter{Query: "medium"}},
+		{"every_1000th", ListFilter{Query: "rare"}},
+		{"every_100th_model", ListFilter{Query: "medium", Model: "m0"}},
+		{"two_words", ListFilter{Query: "alpha rare"}},
+	}
+	for _, tc := range cases {
+		for _, how := range []string{"full_index", "newest_first"} {
+			b.Run(tc.name+"/"+how, func(b *testing.B) {
+				got := 0
+				for b.Loop() {
+					if how == "newest_first" {
+						p, err := s.List(ctx, tc.f)
+						if err != nil {
+							b.Fatal(err)
+						}
+						got = len(p.Items)
+						continue
+					}
+					var where []string
+					var args []any
+					if tc.f.Model != "" {
+						where, args = []string{`i.model = ?`}, []any{tc.f.Model}
+					}
+					items, err := searchIndex(ctx, s.r, "search", ftsQuery(tc.f.Query), where, args, 0, DefaultPageSize+1)
+					if err != nil {
+						b.Fatal(err)
+					}
+					got = min(len(items), DefaultPageSize)
+				}
+				if got != DefaultPageSize {
+					b.Fatalf("found %d, want a full page", got)
+				}
+				b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/op")
+			})
+		}
+	}
+}
+
+func benchSplitSize() int {
+	n, err := strconv.Atoi(os.Getenv("CASEBOOK_BENCH_INCIDENTS"))
+	if err != nil || n < 1000 {
+		return 100_000
+	}
+	return n
 }
