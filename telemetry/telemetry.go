@@ -255,7 +255,13 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 			return nil, err
 		}
 	}
-	client := &http.Client{}
+	// The pool bounds the scrapes at once; keeping as many idle
+	// connections per host spares a TCP handshake per scrape where many
+	// targets share a host (exporters beside engines, a simulator).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = cap(t.pool.sem)
+	tr.MaxIdleConns = max(tr.MaxIdleConns, cap(t.pool.sem))
+	client := &http.Client{Transport: tr}
 	for i, st := range targets {
 		if in := opts.Targets[i].Labels[opts.InstanceLabel]; in != "" {
 			t.engines.set(in, st.url, client)
