@@ -76,9 +76,10 @@ type ListFilter struct {
 	// Words are matched as prefixes and all must occur; FTS5 operators in
 	// it are treated as plain text. Search results come newest-archived
 	// first (by id, which follows opening order for incidents archived as
-	// they open), and only the cursor's ID positions the next page: that
-	// order lets the full-text index stop after one page even when a word
-	// occurs in every incident.
+	// they open), and only the cursor's ID positions the next page. The
+	// newest 20,000 incidents are searched first in their own small index,
+	// so a word that occurs in every incident fills a page without FTS5
+	// expanding it over the whole archive (see search).
 	Query string
 	After Cursor // start after this position; zero is the first page
 	Limit int    // default DefaultPageSize, at most MaxPageSize
