@@ -51,6 +51,10 @@ func (h *Storage) Show(c echo.Context) error {
 			vm.SamplesPerSecond = st.SamplesPerSecond
 			vm.Downsampled = st.Downsampled
 			vm.LastError = st.LastError
+			in := st.Ingest
+			vm.Ingest = views.IngestPace{Targets: in.Targets, Concurrency: in.Concurrency, Scrapes: in.Scrapes, Skipped: in.Skipped, Slow: in.Slow,
+				LastSkip: in.LastSkip, DCGM: in.DCGM, DCGMCollections: in.DCGMCollections, DCGMSkipped: in.DCGMSkipped,
+				LastDCGMSkip: in.LastDCGMSkip, Behind: in.Behind(vm.Now)}
 			for _, t := range st.Tiers {
 				vm.Tiers = append(vm.Tiers, views.StorageTierRow{
 					Name: t.Name, Resolution: t.Resolution, Retention: t.Retention, Series: t.Series,

@@ -60,6 +60,21 @@ func TestStoragePage(t *testing.T) {
 			want: []string{`data-testid="storage-error"`, "disk full"},
 		},
 		{
+			name: "ingest keeping up",
+			tel: web.Options{Telemetry: tel, Storage: storageTelemetry{Telemetry: tel, stats: telemetry.StorageStats{Ingest: telemetry.IngestStats{
+				Targets: 500, Concurrency: 8, Scrapes: 600, LastSkip: now.Add(-10 * time.Minute), Skipped: 4}}}},
+			want:       []string{`data-testid="ingest-pace"`, `data-targets="500"`, `data-skipped="4"`, "500 scrape targets, at most 8 scraped at once: 600 scrapes, 4 scheduled"},
+			wantAbsent: []string{`data-testid="ingest-behind"`, "DCGM:"},
+		},
+		{
+			name: "ingest falling behind",
+			tel: web.Options{Telemetry: tel, Storage: storageTelemetry{Telemetry: tel, stats: telemetry.StorageStats{Ingest: telemetry.IngestStats{
+				Targets: 500, Concurrency: 8, Scrapes: 600, Skipped: 12, Slow: 3, LastSkip: now.Add(-30 * time.Second),
+				DCGM: true, DCGMCollections: 90, DCGMSkipped: 7, LastDCGMSkip: now.Add(-time.Minute)}}}},
+			want: []string{`data-testid="ingest-behind"`, `data-behind`, `data-dcgm-skipped="7"`, "Ingest falls behind", "Last skipped scrape",
+				"DCGM: 90 collections, 7 seconds skipped", "Last skipped DCGM collection"},
+		},
+		{
 			name:       "remote",
 			tel:        web.Options{Telemetry: tel, Storage: storageTelemetry{Telemetry: tel, err: telemetry.ErrNoTiers}},
 			want:       []string{`data-testid="storage-remote"`},

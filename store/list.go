@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strconv"
 	"strings"
@@ -75,9 +76,10 @@ type ListFilter struct {
 	// Words are matched as prefixes and all must occur; FTS5 operators in
 	// it are treated as plain text. Search results come newest-archived
 	// first (by id, which follows opening order for incidents archived as
-	// they open), and only the cursor's ID positions the next page: that
-	// order lets the full-text index stop after one page even when a word
-	// occurs in every incident.
+	// they open), and only the cursor's ID positions the next page. The
+	// newest 20,000 incidents are searched first in their own small index,
+	// so a word that occurs in every incident fills a page without FTS5
+	// expanding it over the whole archive (see search).
 	Query string
 	After Cursor // start after this position; zero is the first page
 	Limit int    // default DefaultPageSize, at most MaxPageSize
@@ -145,54 +147,111 @@ func (s *Store) List(ctx context.Context, f ListFilter) (ListPage, error) {
 	if !f.To.IsZero() {
 		add(`i.opened_at < ?`, nanos(f.To))
 	}
-	var query string
-	if strings.TrimSpace(f.Query) == "" {
-		if !f.After.IsZero() {
-			add(`(i.opened_at, i.id) < (?, ?)`, nanos(f.After.OpenedAt), f.After.ID)
-		}
-		query = `SELECT ` + summaryColumns + ` FROM incidents i`
-		if len(where) > 0 {
-			query += ` WHERE ` + strings.Join(where, ` AND `)
-		}
-		query += ` ORDER BY i.opened_at DESC, i.id DESC LIMIT ?`
-	} else {
+	if strings.TrimSpace(f.Query) != "" {
 		q := ftsQuery(f.Query)
 		if q == "" {
 			return ListPage{}, nil // only punctuation: nothing can match
 		}
-		if !f.After.IsZero() {
-			add(`search.rowid < ?`, f.After.ID)
-		}
-		query = `SELECT ` + summaryColumns + ` FROM search JOIN incidents i ON i.id = search.rowid
-			WHERE search MATCH ?`
-		args = append([]any{q}, args...)
-		if len(where) > 0 {
-			query += ` AND ` + strings.Join(where, ` AND `)
-		}
-		query += ` ORDER BY search.rowid DESC LIMIT ?`
-	}
-	args = append(args, limit+1)
-
-	rows, err := s.r.QueryContext(ctx, query, args...)
-	if err != nil {
-		return ListPage{}, fmt.Errorf("store: list incidents: %w", err)
-	}
-	defer rows.Close()
-	var page ListPage
-	for rows.Next() {
-		sum, err := scanSummary(rows)
+		items, err := s.search(ctx, q, where, args, f.After.ID, limit+1)
 		if err != nil {
 			return ListPage{}, fmt.Errorf("store: list incidents: %w", err)
 		}
-		page.Items = append(page.Items, sum)
+		return pageOf(items, limit), nil
 	}
-	if err := rows.Err(); err != nil {
+	if !f.After.IsZero() {
+		add(`(i.opened_at, i.id) < (?, ?)`, nanos(f.After.OpenedAt), f.After.ID)
+	}
+	query := `SELECT ` + summaryColumns + ` FROM incidents i`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	query += ` ORDER BY i.opened_at DESC, i.id DESC LIMIT ?`
+	items, err := querySummaries(ctx, s.r, query, append(args, limit+1)...)
+	if err != nil {
 		return ListPage{}, fmt.Errorf("store: list incidents: %w", err)
 	}
-	if len(page.Items) > limit {
-		page.Items = page.Items[:limit]
+	return pageOf(items, limit), nil
+}
+
+// search returns up to n incidents matching the FTS query q and the filter
+// conditions, with ids below before (when not zero), highest id first.
+//
+// The newest incidents are searched first in search_recent, whose prefix
+// expansion is small; the full index is read only for the rows below its
+// range when the newest ones do not fill the page. A word common enough to
+// make the full index slow fills the page from search_recent, and one rare
+// enough to need the full index has a short list there. Both reads share
+// one snapshot, so a concurrent insert cannot shift the boundary between
+// them.
+func (s *Store) search(ctx context.Context, q string, where []string, args []any, before int64, n int) ([]Summary, error) {
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	var lo int64
+	err = tx.QueryRowContext(ctx, `SELECT ifnull((SELECT rowid FROM search_recent ORDER BY rowid LIMIT 1), 0)`).Scan(&lo)
+	if err != nil {
+		return nil, err
+	}
+	var items []Summary
+	if lo > 0 && (before == 0 || before > lo) {
+		if items, err = searchIndex(ctx, tx, "search_recent", q, where, args, before, n); err != nil {
+			return nil, err
+		}
+		if len(items) == n {
+			return items, nil
+		}
+		before = lo // search_recent held every match at or above lo
+	}
+	more, err := searchIndex(ctx, tx, "search", q, where, args, before, n-len(items))
+	if err != nil {
+		return nil, err
+	}
+	return append(items, more...), nil
+}
+
+// searchIndex runs one search over the FTS table index (search or
+// search_recent, never user input).
+func searchIndex(ctx context.Context, db querier, index, q string, where []string, args []any, before int64, n int) ([]Summary, error) {
+	query := `SELECT ` + summaryColumns + ` FROM ` + index + ` JOIN incidents i ON i.id = ` + index + `.rowid
+		WHERE ` + index + ` MATCH ?`
+	all := append([]any{q}, args...)
+	for _, w := range where {
+		query += ` AND ` + w
+	}
+	if before != 0 {
+		query += ` AND ` + index + `.rowid < ?`
+		all = append(all, before)
+	}
+	query += ` ORDER BY ` + index + `.rowid DESC LIMIT ?`
+	return querySummaries(ctx, db, query, append(all, n)...)
+}
+
+func querySummaries(ctx context.Context, db querier, query string, args ...any) ([]Summary, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Summary
+	for rows.Next() {
+		sum, err := scanSummary(rows)
+		if err != nil {
+			return nil, err
+		}
+		items = append(items, sum)
+	}
+	return items, rows.Err()
+}
+
+// pageOf cuts items, read with one extra row, to a page of limit.
+func pageOf(items []Summary, limit int) ListPage {
+	page := ListPage{Items: items}
+	if len(items) > limit {
+		page.Items = items[:limit]
 		last := page.Items[limit-1]
 		page.Next = Cursor{OpenedAt: last.OpenedAt, ID: last.ID}
 	}
-	return page, nil
+	return page
 }

@@ -118,26 +118,42 @@ func (t *Telemetry) startDCGM(ctx context.Context, api dcgmAPI) {
 	}
 	t.dcgm = c
 	t.status.ok(dcgmSourceName)
+	t.meter.mu.Lock()
+	t.meter.st.DCGM = true
+	t.meter.mu.Unlock()
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		tick := time.NewTicker(dcgmInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-tick.C:
-				// Whole-second timestamps compress to under 2 bytes a
-				// sample; the ticker's jitter of a few ms doubles that.
-				if err := c.collect(ctx, now.Truncate(dcgmInterval)); err != nil {
-					t.status.fail(dcgmSourceName, err)
-				} else {
-					t.status.ok(dcgmSourceName)
-				}
-			}
-		}
+		t.runDCGM(ctx, c, dcgmInterval, time.Now)
 	}()
+}
+
+// runDCGM collects at every whole interval (a second) until ctx is done.
+// A collection still running when the next slot comes skips that slot
+// (counted in IngestStats) rather than letting collections pile up.
+func (t *Telemetry) runDCGM(ctx context.Context, c *dcgmCollector, interval time.Duration, now func() time.Time) {
+	slot := now().Truncate(interval).Add(interval)
+	timer := time.NewTimer(slot.Sub(now()))
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		}
+		// Whole-second timestamps compress to under 2 bytes a sample;
+		// the timer's jitter of a few ms doubles that.
+		if err := c.collect(ctx, slot); err != nil {
+			t.status.fail(dcgmSourceName, err)
+		} else {
+			t.status.ok(dcgmSourceName)
+		}
+		end := now()
+		var missed int
+		slot, missed = nextSlot(slot, end, interval)
+		t.meter.collected(missed, end)
+		timer.Reset(slot.Sub(end))
+	}
 }
 
 func newDCGMCollector(api dcgmAPI, addr string, db storage.Appendable) (*dcgmCollector, error) {

@@ -43,6 +43,14 @@
 // wrong and since when"), logged once per state change. A series that a
 // target stops exposing gets a staleness marker at once.
 //
+// Scrapes run in a pool of Options.ScrapeConcurrency workers. Each target
+// scrapes at a fixed offset within its interval (a hash of its URL), so a
+// fleet's targets spread over the interval instead of fetching at once. A
+// scrape still running, or still waiting for a worker, when its next slot
+// comes skips that slot, and so does a DCGM collection still running at
+// the next second: when appends or the pool fall behind, the schedule
+// stretches instead of piling up, and Storage reports the skips.
+//
 // # Labels
 //
 // The scraper adds job, instance (host:port of the URL) and the Target's

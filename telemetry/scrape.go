@@ -149,20 +149,6 @@ func newScrapeLoop(t scrapeTarget, client *http.Client, db storage.Appendable, s
 	}
 }
 
-// run scrapes every interval until ctx is done.
-func (l *scrapeLoop) run(ctx context.Context) {
-	tick := time.NewTicker(l.target.interval)
-	defer tick.Stop()
-	for {
-		l.scrapeAndReport(ctx, time.Now())
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-	}
-}
-
 func (l *scrapeLoop) scrapeAndReport(ctx context.Context, now time.Time) {
 	err := l.scrape(ctx, now)
 	if ctx.Err() != nil {

@@ -21,12 +21,15 @@ import (
 // Options configures Open. Zero values mean the defaults documented on each
 // field.
 type Options struct {
-	DataDir        string        // embedded TSDB lives in DataDir/tsdb
-	PrometheusURL  string        // remote mode when set
-	Targets        []Target      // engine/exporter /metrics URLs to scrape (embedded mode)
-	Demo           DemoSource    // embedded mode scraping this in-process cluster, history back-filled; nil: none
-	ScrapeInterval time.Duration // default 5s; in remote mode, the remote's scrape interval (default 15s)
-	InstanceLabel  string        // default "pod"
+	DataDir       string   // embedded TSDB lives in DataDir/tsdb
+	PrometheusURL string   // remote mode when set
+	Targets       []Target // engine/exporter /metrics URLs to scrape (embedded mode)
+	// ScrapeConcurrency bounds the scrapes that run at once; zero means
+	// DefaultScrapeConcurrency.
+	ScrapeConcurrency int
+	Demo              DemoSource    // embedded mode scraping this in-process cluster, history back-filled; nil: none
+	ScrapeInterval    time.Duration // default 5s; in remote mode, the remote's scrape interval (default 15s)
+	InstanceLabel     string        // default "pod"
 	// GPUInstanceLabel and GPUNamespaceLabel are the labels on GPU
 	// series that name the engine's pod and namespace; "" or "auto"
 	// detects them from the data (exported_pod, pod or pod_name), and a
@@ -97,6 +100,9 @@ type Telemetry struct {
 	app   storage.Appendable
 	tiers *tierSet // nil in remote mode
 	dcgm  *dcgmCollector
+	// pool runs the scrape loops; meter counts their work and skips.
+	pool  *scrapePool
+	meter *ingestMeter
 
 	bg     context.Context // ends at Close; background work runs under it
 	cancel context.CancelFunc
@@ -134,6 +140,9 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 	}
 	if opts.ScrapeInterval < 0 {
 		return nil, fmt.Errorf("telemetry: scrape interval %s is negative", opts.ScrapeInterval)
+	}
+	if opts.ScrapeConcurrency < 0 {
+		return nil, fmt.Errorf("telemetry: scrape concurrency %d is negative", opts.ScrapeConcurrency)
 	}
 	for _, l := range []struct{ flag, v string }{{"GPU instance label", opts.GPUInstanceLabel}, {"GPU namespace label", opts.GPUNamespaceLabel}} {
 		if l.v != "" && l.v != LabelAuto && !(l.v == "none" && l.flag == "GPU namespace label") && !validLabelName(l.v) {
@@ -208,6 +217,8 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 		targets = append(targets, st)
 	}
 
+	t.meter = &ingestMeter{}
+	t.pool = newScrapePool(opts.ScrapeConcurrency, t.meter)
 	t.res = resolutions{live: opts.ScrapeInterval}
 	for _, st := range targets {
 		if st.interval > t.res.live {
@@ -246,7 +257,13 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 			return nil, err
 		}
 	}
-	client := &http.Client{}
+	// The pool bounds the scrapes at once; keeping as many idle
+	// connections per host spares a TCP handshake per scrape where many
+	// targets share a host (exporters beside engines, a simulator).
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = cap(t.pool.sem)
+	tr.MaxIdleConns = max(tr.MaxIdleConns, cap(t.pool.sem))
+	client := &http.Client{Transport: tr}
 	for i, st := range targets {
 		if in := opts.Targets[i].Labels[opts.InstanceLabel]; in != "" {
 			t.engines.set(in, st.url, client)
@@ -296,11 +313,13 @@ func validLabelName(s string) bool {
 	return s != "" && !strings.HasPrefix(s, "__")
 }
 
+// startLoop schedules l in the scrape pool.
 func (t *Telemetry) startLoop(ctx context.Context, l *scrapeLoop) {
+	t.meter.addTarget()
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		l.run(ctx)
+		t.pool.run(ctx, l)
 	}()
 }
 

@@ -391,6 +391,8 @@ type StorageStats struct {
 	Downsampled int64
 	// LastError is the downsampler's last failure, "" when healthy.
 	LastError string
+	// Ingest is the scraper's and DCGM collector's work and back-pressure.
+	Ingest IngestStats
 }
 
 // ErrNoTiers is returned by Storage outside the embedded mode.

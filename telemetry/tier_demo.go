@@ -32,7 +32,11 @@ func (t *Telemetry) Storage() (StorageStats, error) {
 	if t.tiers == nil {
 		return StorageStats{}, ErrNoTiers
 	}
-	return t.tiers.stats(), nil
+	st := t.tiers.stats()
+	if t.meter != nil {
+		st.Ingest = t.meter.stats()
+	}
+	return st, nil
 }
 
 // backfillTarget returns where the demo back-fill of history up to `to`

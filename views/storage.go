@@ -21,6 +21,23 @@ type StorageView struct {
 	Coverage *CoverageView
 	// Detector is the detector's last round; nil when it is off.
 	Detector *DetectorRound
+	// Ingest is the scraper's and DCGM collector's pace (embedded mode).
+	Ingest IngestPace
+}
+
+// IngestPace is how the embedded scraper and DCGM collector keep their
+// schedule: targets scrape in a bounded pool, and a scrape or collection
+// still running at its next slot skips that slot.
+type IngestPace struct {
+	Targets, Concurrency   int
+	Scrapes, Skipped, Slow int64
+	LastSkip               time.Time
+	DCGM                   bool
+	DCGMCollections        int64
+	DCGMSkipped            int64
+	LastDCGMSkip           time.Time
+	// Behind is true when a slot was skipped in the last few minutes.
+	Behind bool
 }
 
 // DetectorRound is the dynamic-threshold detector's last finished round.

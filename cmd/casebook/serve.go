@@ -34,14 +34,17 @@ import (
 
 // serveConfig is everything `casebook serve` reads from flags or CASEBOOK_*.
 type serveConfig struct {
-	Listen         string
-	Data           string
-	PrometheusURL  string
-	Targets        listFlag
-	DCGM           string
-	WebhookToken   string
-	ScrapeInterval time.Duration
-	InstanceLabel  string
+	Listen        string
+	Data          string
+	PrometheusURL string
+	Targets       listFlag
+	TargetsFile   string
+	// ScrapeConcurrency bounds the embedded scraper's scrapes at once.
+	ScrapeConcurrency int
+	DCGM              string
+	WebhookToken      string
+	ScrapeInterval    time.Duration
+	InstanceLabel     string
 
 	GPUInstanceLabel, GPUNamespaceLabel string   // --gpu-instance-label, --gpu-namespace-label
 	ModelLabel                          string   // --model-label
@@ -80,6 +83,8 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	fs.StringVar(&c.Data, "data", "./data", "data directory: SQLite archive and embedded TSDB")
 	fs.StringVar(&c.PrometheusURL, "prometheus-url", "", "query this Prometheus-compatible API (Prometheus, Thanos, Mimir, VictoriaMetrics) instead of the embedded TSDB")
 	fs.Var(&c.Targets, "targets", "engine and exporter /metrics URLs to scrape, as URL or INSTANCE=URL (comma-separated or repeated)")
+	fs.StringVar(&c.TargetsFile, "targets-file", "", "more targets to scrape, from a Prometheus file_sd JSON file (labels per group; __metrics_path__, __scheme__, __scrape_interval__ and __scrape_timeout__ as in Prometheus)")
+	fs.IntVar(&c.ScrapeConcurrency, "scrape-concurrency", 0, "at most this many scrapes at once (0: 4 per CPU, at least 8)")
 	fs.StringVar(&c.DCGM, "dcgm", "", `collect GPU fields through DCGM: "embedded" or the host:port of nv-hostengine`)
 	fs.StringVar(&c.WebhookToken, "webhook-token", "", "bearer token Alertmanager must send to /api/v1/alerts/alertmanager")
 	fs.DurationVar(&c.ScrapeInterval, "scrape-interval", 5*time.Second, "scrape interval of the embedded scraper")
@@ -238,6 +243,16 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 	if err != nil {
 		return err
 	}
+	if cfg.TargetsFile != "" {
+		more, err := readTargetsFile(cfg.TargetsFile)
+		if err != nil {
+			return err
+		}
+		targets = append(targets, more...)
+	}
+	if cfg.ScrapeConcurrency < 0 {
+		return fmt.Errorf("%w: --scrape-concurrency must not be negative, got %d", errUsage, cfg.ScrapeConcurrency)
+	}
 	if err := os.MkdirAll(cfg.Data, 0o750); err != nil {
 		return fmt.Errorf("serve: data directory: %w", err)
 	}
@@ -266,7 +281,7 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 	var cluster *demo.Cluster
 	topts := telemetry.Options{
 		DataDir: cfg.Data, PrometheusURL: cfg.PrometheusURL, Targets: targets,
-		ScrapeInterval: cfg.ScrapeInterval, InstanceLabel: cfg.InstanceLabel, DCGM: cfg.DCGM,
+		ScrapeInterval: cfg.ScrapeInterval, ScrapeConcurrency: cfg.ScrapeConcurrency, InstanceLabel: cfg.InstanceLabel, DCGM: cfg.DCGM,
 		GPUInstanceLabel: cfg.GPUInstanceLabel, GPUNamespaceLabel: cfg.GPUNamespaceLabel,
 		ModelLabel: cfg.ModelLabel, EngineOverrides: map[string]string{},
 		RawRetention: cfg.RetentionRaw, MinuteRetention: cfg.RetentionMinute, HourRetention: cfg.RetentionHour,
@@ -294,7 +309,7 @@ func serveCmd(ctx context.Context, args []string, env func(string) string, stdou
 			log.Error("telemetry: close", "err", err)
 		}
 	}()
-	log.Info("telemetry ready", "mode", mode(cfg, cluster != nil), "took", time.Since(began).Round(time.Millisecond))
+	log.Info("telemetry ready", "mode", mode(cfg, len(targets), cluster != nil), "took", time.Since(began).Round(time.Millisecond))
 
 	con, err := buildConsole(ctx, cfg, st, tel, cluster, log)
 	if err != nil {
@@ -498,14 +513,14 @@ func newWatcher(cfg serveConfig, tel *telemetry.Telemetry, svc *incident.Service
 	return w, nil
 }
 
-func mode(cfg serveConfig, demo bool) string {
+func mode(cfg serveConfig, targets int, demo bool) string {
 	switch {
 	case cfg.PrometheusURL != "":
 		return "remote " + cfg.PrometheusURL
 	case demo:
 		return "demo"
 	default:
-		return fmt.Sprintf("embedded, %d targets", len(cfg.Targets))
+		return fmt.Sprintf("embedded, %d targets", targets)
 	}
 }
 
