@@ -18,7 +18,9 @@ import (
 //
 //	p(c | x) = exp(w_c·x + b_c) / Σ_k exp(w_k·x + b_k)
 //
-// fitted by maximum likelihood with an L2 penalty (classifierL2) that keeps
+// where x is the signature's features and their absolute values (how far a
+// metric moved whichever way, which a linear score of the signed feature
+// alone cannot express), fitted by maximum likelihood with an L2 penalty (classifierL2) that keeps
 // weights small where few cases speak, by L-BFGS. It knows no physics: it
 // is one more way of learning from postmortems, and what it says is mixed
 // with the neighbours' votes (fuseMatch). It reads only the stored
@@ -44,11 +46,26 @@ const (
 	classifierWeight = 3.0
 )
 
-// classifier is a fitted regression: causes and, per cause, SigDim weights
-// and a bias.
+// classifierDim is the length of a classifier's input row: the features,
+// their absolute values and a constant 1 for the bias.
+const classifierDim = 2*SigDim + 1
+
+// classifier is a fitted regression: causes and, per cause,
+// classifierDim weights, the bias last.
 type classifier struct {
 	causes []string
-	w      []float64 // len(causes) x (SigDim+1), bias last
+	w      []float64 // len(causes) x classifierDim
+}
+
+// classifierRow is the input row of the quantised features f (in ±1).
+func classifierRow(f *[SigDim]float64) []float64 {
+	x := make([]float64, classifierDim)
+	for i, v := range f {
+		x[i] = v
+		x[SigDim+i] = math.Abs(v)
+	}
+	x[classifierDim-1] = 1
+	return x
 }
 
 // probs returns p(c | sig) for every cause the classifier knows.
@@ -56,12 +73,12 @@ func (c *classifier) probs(sig Signature) map[string]float64 {
 	if c == nil || len(c.causes) == 0 {
 		return nil
 	}
-	x := make([]float64, SigDim+1)
+	var f [SigDim]float64
 	for i, v := range sig {
 		// The stored codes are what it was fitted on: quantise alike.
-		x[i] = math.Round(float64(v)*codeScale) / codeScale
+		f[i] = math.Round(float64(v)*codeScale) / codeScale
 	}
-	x[SigDim] = 1
+	x := classifierRow(&f)
 	z := make([]float64, len(c.causes))
 	softmax(c.w, x, z)
 	out := make(map[string]float64, len(c.causes))
@@ -94,11 +111,10 @@ func softmax(w, x, p []float64) {
 	}
 }
 
-// fitClassifier fits the regression to xs (feature rows with a trailing
-// 1) labelled ys (indices into causes), starting from init when it has the
+// fitClassifier fits the regression to xs (classifierRow rows) labelled ys (indices into causes), starting from init when it has the
 // right length. It returns nil when the fit fails.
 func fitClassifier(causes []string, xs [][]float64, ys []int, init []float64) *classifier {
-	k, d := len(causes), SigDim+1
+	k, d := len(causes), classifierDim
 	n := float64(len(xs))
 	p := make([]float64, k)
 	loss := func(w, grad []float64) float64 {
@@ -209,8 +225,8 @@ func (cc *classifierCache) forKB(kb *KnowledgeBase) *classifier {
 	return cc.fit
 }
 
-// trainingSet reads the most recent maxClassifierCases cases as feature
-// rows (with a trailing 1) and cause indices, with the causes they name in
+// trainingSet reads the most recent maxClassifierCases cases as
+// classifierRow rows and cause indices, with the causes they name in
 // knowledge-base order.
 func (kb *KnowledgeBase) trainingSet() (causes []string, xs [][]float64, ys []int, gen uint64) {
 	kb.mu.RLock()
@@ -227,12 +243,11 @@ func (kb *KnowledgeBase) trainingSet() (causes []string, xs [][]float64, ys []in
 		}
 		var c code
 		copy(c[:], kb.vecs[i*sigWords:(i+1)*sigWords])
-		x := make([]float64, SigDim+1)
-		for f := 0; f < SigDim; f++ {
-			x[f] = float64(c.feature(f)) / codeScale
+		var f [SigDim]float64
+		for j := range f {
+			f[j] = float64(c.feature(j)) / codeScale
 		}
-		x[SigDim] = 1
-		xs = append(xs, x)
+		xs = append(xs, classifierRow(&f))
 		ys = append(ys, k)
 	}
 	return causes, xs, ys, kb.gen
