@@ -108,3 +108,27 @@ func TestClassifierRefit(t *testing.T) {
 		t.Errorf("fit not redone after %d new cases", refitMin)
 	}
 }
+
+// BenchmarkClassifierFit: one full fit on maxClassifierCases cases of
+// twelve causes, from zero weights, as after a knowledge base is loaded.
+func BenchmarkClassifierFit(b *testing.B) {
+	rng := rand.New(rand.NewSource(5))
+	kb := NewKnowledgeBase()
+	for i := 0; i < maxClassifierCases; i++ {
+		ci := i % 12
+		var s Signature
+		for f := range s {
+			s[f] = float32(max(-1, min(1, 0.3*rng.NormFloat64()+0.05*float64((ci*7+f)%5-2))))
+		}
+		if err := kb.AddSignature(fmt.Sprintf("c-%d", i), s, fmt.Sprintf("cause-%d", ci), Truth, time.Time{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	causes, xs, ys, _ := kb.trainingSet()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if fitClassifier(causes, xs, ys, nil) == nil {
+			b.Fatal("fit failed")
+		}
+	}
+}
