@@ -39,6 +39,7 @@ type Engine struct {
 	neighbours    int
 	matchPrior    float64
 	calib         calibrator
+	model         classifierCache
 }
 
 // New returns an engine with opts, defaults filled in.
@@ -207,7 +208,8 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 		if !changed {
 			e.nameMildFault(&d, sig)
 		}
-		if _, ok := e.fuseMatch(&d, mt, order); ok || d.RootCause != rulesCause {
+		probs := e.model.forKB(e.cases).probs(sig)
+		if _, ok := e.fuseMatch(&d, mt, probs, order); ok || d.RootCause != rulesCause {
 			d.Evidence = d.Evidence[:0]
 			d.Evidence = appendAnomalies(d.Evidence, s, base, anomalous)
 			d.CausalChain = chain(d.RootCause, base, isAnom)
@@ -275,14 +277,33 @@ func userImpact(base map[string]Deviation) bool {
 //
 // so a few distant cases barely move the answer, ten close ones agreeing
 // outweigh a confident rule, and a split vote leaves the rule standing.
+// Once the knowledge base is large enough for the learned classifier
+// (classifier.go), its probabilities join the votes as classifierWeight
+// more cases of support: votes(c) becomes (S·votes(c) + Q·p(c)) / (S + Q)
+// and S becomes S + Q.
 // The cause with the highest fused score is named, at that score as its
 // confidence; it may be a cause no rule covers.
-func (e *Engine) fuseMatch(d *Diagnosis, mt Match, order *PairVerdict) (string, bool) {
+func (e *Engine) fuseMatch(d *Diagnosis, mt Match, probs map[string]float64, order *PairVerdict) (string, bool) {
 	for _, nb := range mt.Neighbours {
 		d.SimilarCases = append(d.SimilarCases, SimilarCase{ID: nb.ID, RootCause: nb.RootCause, Similarity: round3(nb.Similarity), Shared: nb.Shared})
 	}
-	if mt.Support <= 0 {
+	q := 0.0
+	if len(probs) > 0 {
+		q = classifierWeight
+	}
+	if mt.Support+q <= 0 {
 		return "", false
+	}
+	if q > 0 {
+		votes := map[string]float64{}
+		for c, v := range mt.Votes {
+			votes[c] += mt.Support * v / (mt.Support + q)
+		}
+		for c, p := range probs {
+			votes[c] += q * p / (mt.Support + q)
+		}
+		mt.Votes = votes
+		mt.Support += q
 	}
 	lambda := mt.Support / (mt.Support + e.matchPrior)
 	rules := map[string]float64{d.RootCause: d.Confidence}

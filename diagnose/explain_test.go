@@ -293,7 +293,7 @@ func TestFuseMatchKeepsOnsetOrder(t *testing.T) {
 		d := d0
 		d.Candidates = append([]Candidate(nil), d0.Candidates...)
 		mt := Match{Votes: map[string]float64{tc.voted: 1}, Support: 100}
-		e.fuseMatch(&d, mt, tc.order)
+		e.fuseMatch(&d, mt, nil, tc.order)
 		if d.RootCause != tc.want {
 			t.Errorf("votes for %s with order %v: named %s, want %s (notes %q)", tc.voted, tc.order != nil, d.RootCause, tc.want, d.Notes)
 		}
