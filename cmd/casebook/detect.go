@@ -28,6 +28,7 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	consecutive := fs.Int("consecutive", 0, "points in a row beyond the band to raise an alert (default: as many as cover --for)")
 	forDur := fs.Duration("for", 3*time.Minute, "how long a run beyond the band must last to raise an alert, in points at the series' sampling interval and never fewer than two, unless one point spans it and is --single-z out; --consecutive overrides it")
 	singleZ := fs.Float64("single-z", 0, "with --for, when one sample spans --for (5-minute or hourly data), it alerts alone this many standard errors out (default 5.85: as improbable as three points at the band's edge; -1: never alone)")
+	clearFor := fs.Duration("clear-for", 5*time.Minute, "with --for, an alert ends once the series has been back inside the band this long, at least one point at its sampling interval")
 	maxBytes := fs.Int64("max-bytes", forecast.MaxCSVBytes, "largest accepted input in bytes")
 	trace := fs.String("trace", "", "also write every judged point to this CSV file (timestamp,value,forecast,lower,upper,z,p,prob; p, the daily rate of runs as deep in the record, with --false-per-day; prob, the probability of a run as deep under the series' own record of errors, on runs long enough to alert), to see why a point did or did not alert")
 	windowsFile := fs.String("windows", "", "labelled anomaly windows, a CSV of start,end with a header or a NAB-style JSON label file (its entry for the --csv file): also print how many the alerts detected, the median delay and the alerts outside every window")
@@ -43,6 +44,9 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	}
 	if *forDur <= 0 || *forDur > 24*time.Hour {
 		return fmt.Errorf("%w: --for must be more than 0 and at most 24h, got %s", errUsage, *forDur)
+	}
+	if *clearFor <= 0 || *clearFor > 24*time.Hour {
+		return fmt.Errorf("%w: --clear-for must be more than 0 and at most 24h, got %s", errUsage, *clearFor)
 	}
 	if *singleZ != -1 && (*singleZ < 0 || *singleZ > 1000) {
 		return fmt.Errorf("%w: --single-z must be -1 (off) or 0..1000 (0: the default), got %g", errUsage, *singleZ)
@@ -65,7 +69,7 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	}
 	opts := forecast.DetectorOptions{Consecutive: *consecutive, FalsePerDay: *falsePerDay, MaxProb: *maxProb}
 	if *consecutive == 0 {
-		opts.For, opts.SingleZ = *forDur, *singleZ
+		opts.For, opts.SingleZ, opts.ClearFor = *forDur, *singleZ, *clearFor
 	}
 	id := *metric
 	if id != "" {

@@ -77,6 +77,7 @@ func TestDetectCmd(t *testing.T) {
 			[]string{"--csv", good, "--metric", "tpot_ms", "--false-per-day", "0.1"}, noEnv,
 			[]string{stepAt.Format(time.RFC3339) + " firing", " p="}, ""},
 		{"bad --single-z", []string{"--csv", good, "--single-z", "-2"}, noEnv, nil, "--single-z must be"},
+		{"bad --clear-for", []string{"--csv", good, "--clear-for", "-5m"}, noEnv, nil, "--clear-for must be"},
 		{"bad --false-per-day", []string{"--csv", good, "--false-per-day", "-1"}, noEnv, nil, "--false-per-day must be"},
 		{"with --max-prob, a step beyond anything in the record still alerts and shows its probability",
 			[]string{"--csv", good, "--metric", "tpot_ms", "--max-prob", "0.01"}, noEnv,

@@ -47,6 +47,13 @@ type DetectorOptions struct {
 	// (default 5, at least Consecutive), so an anomaly that hovers at the
 	// band's edge stays one alert.
 	Clear int
+	// ClearFor, with For set, replaces Clear by a duration at the
+	// series' own sampling interval: an alert ends once the series has
+	// been back inside the band for ClearFor, and never on fewer than
+	// one point (default 5 minutes, Clear at 1-minute data). Counted in
+	// points, an hourly series would hold an alert open for five hours
+	// after the anomaly ended and miss the next one.
+	ClearFor time.Duration
 	// Refit is how old a model may get before it is refitted (default 1 h).
 	Refit time.Duration
 	// History is how much past data each series keeps for fitting
@@ -131,6 +138,9 @@ func (o DetectorOptions) withDefaults() DetectorOptions {
 	}
 	if o.Clear < o.Consecutive {
 		o.Clear = o.Consecutive
+	}
+	if o.ClearFor <= 0 {
+		o.ClearFor = 5 * time.Minute
 	}
 	if o.Refit <= 0 {
 		o.Refit = time.Hour
@@ -581,7 +591,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 		return Alert{}, false
 	}
 	st.inRun++
-	if st.inRun >= d.opts.Clear {
+	if st.inRun >= d.clearNeed(st) {
 		d.noteExcursion(st, sec)
 		st.firing, st.badRun, st.inRun = false, 0, 0
 		return mk(Resolved, st.badStart, st.alertDir, ""), true
@@ -598,6 +608,17 @@ func (d *Detector) need(st *seriesState) int {
 	}
 	n := int((int64(d.opts.For/time.Second) + st.interval - 1) / st.interval)
 	return min(max(n, 2), d.opts.ShiftPoints-1)
+}
+
+// clearNeed is how many points in a row back inside the band end an
+// alert: Clear, or with For set, the points that cover ClearFor at the
+// series' sampling interval (at least one).
+func (d *Detector) clearNeed(st *seriesState) int {
+	if d.opts.For <= 0 || st.interval <= 0 {
+		return d.opts.Clear
+	}
+	n := int((int64(d.opts.ClearFor/time.Second) + st.interval - 1) / st.interval)
+	return max(n, 1)
 }
 
 // reverts reports whether v, out of the band around f, is back nearer

@@ -774,3 +774,25 @@ func TestDetectorShiftForAndReturn(t *testing.T) {
 		t.Errorf("events %v, want the alert resolved as a level shift within 6 hours of %s", ev, s[at].T)
 	}
 }
+
+func TestDetectorClearForIsTime(t *testing.T) {
+	// With For set, an alert ends once the series has been back inside
+	// the band for ClearFor (5 minutes): at hourly data that is the first
+	// point back, so an anomaly two hours after the first one is a new
+	// alert rather than part of an alert held open for five hours.
+	n := 600 // 25 days
+	at := n - 40
+	s := gen(n, time.Hour, 1, 7, func(time.Time) float64 { return 50 })
+	for _, i := range []int{at, at + 1, at + 4, at + 5} {
+		s[i].V += 40
+	}
+	var ev []Alert
+	for _, a := range feed(NewDetector(DetectorOptions{For: 3 * time.Minute, SingleZ: -1}), "tpot_ms", s) {
+		if !a.At.Before(s[at].T) {
+			ev = append(ev, a)
+		}
+	}
+	if count(ev, Firing) != 2 || ev[0].State != Firing || ev[1].State != Resolved || !ev[1].At.Equal(s[at+2].T) {
+		t.Errorf("events %v, want two alerts, the first resolved at the first point back (%s)", ev, s[at+2].T)
+	}
+}

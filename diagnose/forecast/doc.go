@@ -60,7 +60,10 @@
 // alerts alone when it is SingleZ standard errors out (default 5.85, as
 // improbable for normal noise as three points at the band's edge). The
 // alert ends
-// after Clear (default 5) points in a row back inside. Two corrections use the
+// after Clear (default 5) points in a row back inside, or with For set
+// once the series has been back inside for ClearFor (5 minutes: one
+// point at 5-minute or hourly data), so hourly data does not hold an
+// alert open for hours and miss the next anomaly. Two corrections use the
 // detector's own one-step-ahead errors, taken only while no alert is open:
 // the median error of the last LocalWindow (60) in-band points is added to
 // the forecast, so a series running a little off its seasonal shape for
