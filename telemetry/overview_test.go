@@ -256,3 +256,51 @@ func TestFleetWaitersShareASlowReading(t *testing.T) {
 		t.Errorf("the waiting reader read the fleet again (%d queries after it arrived)", extra)
 	}
 }
+
+// TestFleetRefreshRests checks that a reader served the latest reading
+// while it is refreshed starts the background reading only once the last
+// reading has rested fleetRest times its duration.
+func TestFleetRefreshRests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("back-fills a demo cluster")
+	}
+	ctx := context.Background()
+	tel, cq := openFleetDemo(t, sim.Options{})
+	tel.querier = slowQuerier{Querier: cq, delay: 20 * time.Millisecond}
+	at := tel.res.backfillEnd.Add(-3 * time.Minute)
+	if _, err := tel.Fleet(ctx, at); err != nil {
+		t.Fatal(err)
+	}
+	c := &tel.fleet
+	c.mu.Lock()
+	took, ended := c.took, c.ended
+	c.mu.Unlock()
+	running := func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.running != nil
+	}
+	later := at.Add(FleetCacheFor + time.Second)
+	f, err := tel.Fleet(ctx, later)
+	resting := time.Since(ended) < fleetRest*took
+	if err != nil || !f.At.Equal(at) {
+		t.Fatalf("a reader %s later got the reading of %s (%v), want the latest (%s)", later.Sub(at), f.At, err, at)
+	}
+	if !resting {
+		t.Fatalf("the reading of %s took so long that the test could not ask while it rested", took)
+	}
+	if running() {
+		t.Errorf("a reading started %s after the last one, which took %s", time.Since(ended), took)
+	}
+
+	time.Sleep(time.Until(ended.Add(fleetRest * took)))
+	if f, err := tel.Fleet(ctx, later); err != nil || !f.At.Equal(at) {
+		t.Fatalf("a reader after the rest got the reading of %s (%v), want the latest (%s) while it refreshes", f.At, err, at)
+	}
+	for deadline := time.Now().Add(30 * time.Second); running() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if f, ok := tel.CachedFleet(later); !ok || !f.At.Equal(later) {
+		t.Errorf("after the rest the reading was not refreshed: the latest is of %s, want %s", f.At, later)
+	}
+}
