@@ -32,12 +32,12 @@ const fleetRest = 2
 
 // fleetCache holds the latest reading of the fleet and the one in flight.
 type fleetCache struct {
-	mu      sync.Mutex
-	last    metrics.Fleet
-	ok      bool
+	mu   sync.Mutex
+	last metrics.Fleet
+	ok   bool
 	// took is how long the last reading took, and ended when it ended.
-	took  time.Duration
-	ended time.Time
+	took    time.Duration
+	ended   time.Time
 	running chan struct{} // closed when the reading in flight ends; nil when none
 	// runningAt is the instant the reading in flight reads, and
 	// runningSince when it began.
