@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -302,5 +303,57 @@ func TestFleetRefreshRests(t *testing.T) {
 	}
 	if f, ok := tel.CachedFleet(later); !ok || !f.At.Equal(later) {
 		t.Errorf("after the rest the reading was not refreshed: the latest is of %s, want %s", f.At, later)
+	}
+}
+
+// TestScopesListedInTheBackground checks that a listing of the scopes
+// older than scopesCacheFor still answers while a new one is read in the
+// background, and that one older than scopesStaleFor is read anew first.
+func TestScopesListedInTheBackground(t *testing.T) {
+	if testing.Short() {
+		t.Skip("back-fills a demo cluster")
+	}
+	ctx := context.Background()
+	tel, _ := openFleetDemo(t, sim.Options{})
+	want, err := tel.Scopes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &tel.scopes
+	backdate := func(d time.Duration) time.Time {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.at = time.Now().Add(-d)
+		return c.at
+	}
+	listedAt := func() (time.Time, bool) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.at, c.refreshing
+	}
+
+	old := backdate(scopesCacheFor + time.Second)
+	got, err := tel.Scopes(ctx)
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("a listing %s old: %v, %v; want %v", scopesCacheFor+time.Second, got, err, want)
+	}
+	if at, refreshing := listedAt(); !refreshing && !at.After(old) {
+		t.Fatal("a listing older than scopesCacheFor was neither refreshed nor being refreshed")
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, refreshing := listedAt(); !refreshing {
+			break
+		}
+	}
+	if at, _ := listedAt(); !at.After(old) {
+		t.Errorf("the background listing was not kept: the listing is of %s", at)
+	}
+
+	old = backdate(scopesStaleFor + time.Second)
+	if _, err := tel.Scopes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if at, _ := listedAt(); !at.After(old) {
+		t.Errorf("a listing %s old answered without being read anew", scopesStaleFor+time.Second)
 	}
 }
