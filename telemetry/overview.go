@@ -27,7 +27,8 @@ const FleetStaleFor = time.Minute
 // reading takes seconds of CPU, and refreshing it back to back for a
 // viewer would take most of a small machine from the pages themselves.
 // Readings thus take at most a third of the time while the fleet is
-// watched; the figures shown are then at most FleetStaleFor old.
+// watched, unless the latest is half FleetStaleFor old: a reader should
+// not have to wait for one.
 const fleetRest = 2
 
 // fleetCache holds the latest reading of the fleet and the one in flight.
@@ -55,7 +56,8 @@ type fleetCache struct {
 // it. A caller whose `at` is later by less than FleetStaleFor gets it too,
 // while a reading of its `at` runs in the background (the Fleet's At says
 // which instant it shows) unless the last reading ended less than
-// fleetRest times its duration ago. Callers that arrive while a reading is in
+// fleetRest times its duration ago and is less than half FleetStaleFor
+// old. Callers that arrive while a reading is in
 // flight take it when it ends (a slow reading of a large fleet is not
 // repeated for each viewer who waited for it). The returned snapshots are
 // shared: callers must not modify them.
@@ -77,7 +79,8 @@ func (t *Telemetry) Fleet(ctx context.Context, at time.Time) (metrics.Fleet, err
 			// at a large fleet a reading takes seconds, and a viewer
 			// should not wait for it on every refresh.
 			f := c.last
-			if c.running == nil && time.Since(c.ended) >= fleetRest*c.took {
+			rested := time.Since(c.ended) >= fleetRest*c.took || at.Sub(c.last.At) >= FleetStaleFor/2
+			if c.running == nil && rested {
 				ch := make(chan struct{})
 				c.running, c.runningAt, c.runningSince = ch, at, time.Now()
 				t.wg.Add(1)
