@@ -148,10 +148,10 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 		vm.Range.Presets = append(vm.Range.Presets, views.ScopeLink{Label: p.Name, Href: views.ScopePath(scope, url.Values{"range": {p.Name}})})
 	}
 	// The fleet's reading, classified, gives the scope's status and its
-	// instances' rows: a live view takes the latest (shared with the
-	// overview and every other live view), a past window one that is
-	// recent enough if there is one.
-	sf, err := h.d.fleetAt(ctx, w)
+	// instances' rows: a model's live view takes the latest (shared with
+	// the overview and every other view), other views one that is recent
+	// enough if there is one.
+	sf, err := h.d.fleetAt(ctx, scope, w)
 	if err != nil {
 		h.d.Logger.WarnContext(ctx, "scopes: read the fleet", "err", err)
 	}
@@ -233,12 +233,13 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 	return vm, nil
 }
 
-// fleetAt is the fleet's reading, classified, that a page of window w
-// takes its snapshots from: for a live window the latest reading (see
-// Telemetry.Fleet), else a recent one that can stand for the window's
-// end; nil when there is none.
-func (d *Deps) fleetAt(ctx context.Context, w TimeWindow) (*scoredFleet, error) {
-	if w.Preset != "" {
+// fleetAt is the fleet's reading, classified, that the page of scope
+// and window w takes its snapshots from: for a model's live window the
+// latest reading (see Telemetry.Fleet; it shows every instance), else a
+// recent one that can stand for the window's end; nil when there is
+// none. An instance's page reads no fleet: alone it is read faster.
+func (d *Deps) fleetAt(ctx context.Context, scope metrics.Scope, w TimeWindow) (*scoredFleet, error) {
+	if w.Preset != "" && scope.Instance == "" {
 		return d.scored(ctx, w.To)
 	}
 	sf, _ := d.cachedScored(w.To)

@@ -53,7 +53,9 @@ type fleetCache struct {
 // folded from its instances' (see gpuFold).
 //
 // One reading serves every caller whose `at` is within FleetCacheFor of
-// it. A caller whose `at` is later by less than FleetStaleFor gets it too,
+// it. A caller whose `at` is later by less than FleetStaleFor (plus the
+// time the reading took: on a busy machine a large fleet's reading can
+// take longer than that, and each viewer would then wait for one) gets it too,
 // while a reading of its `at` runs in the background (the Fleet's At says
 // which instant it shows) unless the last reading ended less than
 // fleetRest times its duration ago and is less than half FleetStaleFor
@@ -74,7 +76,7 @@ func (t *Telemetry) Fleet(ctx context.Context, at time.Time) (metrics.Fleet, err
 			c.mu.Unlock()
 			return f, nil
 		}
-		if c.ok && at.After(c.last.At) && at.Sub(c.last.At) < FleetStaleFor && t.bg.Err() == nil {
+		if c.ok && at.After(c.last.At) && at.Sub(c.last.At) < FleetStaleFor+c.took && t.bg.Err() == nil {
 			// Serve the latest reading and refresh it in the background:
 			// at a large fleet a reading takes seconds, and a viewer
 			// should not wait for it on every refresh.
@@ -135,7 +137,7 @@ func (t *Telemetry) CachedFleet(at time.Time) (metrics.Fleet, bool) {
 		return metrics.Fleet{}, false
 	}
 	d := at.Sub(c.last.At)
-	return c.last, d > -FleetCacheFor && d < FleetStaleFor
+	return c.last, d > -FleetCacheFor && d < FleetStaleFor+c.took
 }
 
 // readFleetInto reads the fleet at `at` as the reading in flight (ch),

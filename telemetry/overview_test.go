@@ -131,12 +131,15 @@ func TestFleetCache(t *testing.T) {
 	if cq.n.Load() != n || !again.At.Equal(first.At) {
 		t.Errorf("a reader %s later queried again (%d queries) or got another reading (%s)", FleetCacheFor/2, cq.n.Load()-n, again.At)
 	}
-	later, err := tel.Fleet(ctx, at.Add(time.Minute))
+	// Past FleetStaleFor and the time the reading took, a reader waits
+	// for a reading of its own instant.
+	late := 2 * FleetStaleFor
+	later, err := tel.Fleet(ctx, at.Add(late))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cq.n.Load() == n || !later.At.Equal(at.Add(time.Minute)) {
-		t.Errorf("a reader a minute later got the cached reading of %s", later.At)
+	if cq.n.Load() == n || !later.At.Equal(at.Add(late)) {
+		t.Errorf("a reader %s later got the cached reading of %s", late, later.At)
 	}
 }
 
