@@ -95,6 +95,8 @@ type Deps struct {
 	// Stores are the console's stores (the archive, the embedded TSDB);
 	// while one cannot write, every page says why and /readyz is 503.
 	Stores []Store
+
+	scores *fleetScores // the latest reading of the fleet, classified
 }
 
 // Store is a store whose writes can fail for a while (a damaged archive,
@@ -132,6 +134,7 @@ func New(d Deps) *Handlers {
 	if d.Layout == nil {
 		d.Layout = NewLayout(d.Telemetry, d.Stores, d.Assets, d.Faults != nil, d.Now)
 	}
+	d.scores = &fleetScores{}
 	dp := &d
 	return &Handlers{
 		Overview:  &Overview{dp},

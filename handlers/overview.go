@@ -57,7 +57,7 @@ func (h *Overview) Show(c echo.Context) error {
 		Summary:   views.FleetSummary{GPUs: -1},
 	}
 	vm.Layout.Refresh = true
-	fleet, err := h.d.Telemetry.Fleet(ctx, now)
+	sf, err := h.d.scored(ctx, now)
 	if err != nil {
 		// The overview is where an engineer lands when things are broken:
 		// say what is wrong instead of failing the page.
@@ -69,12 +69,11 @@ func (h *Overview) Show(c echo.Context) error {
 	}
 	// The reading may be a few seconds older than the request (see
 	// Telemetry.Fleet): say when its figures are from.
-	vm.Generated = fleet.At
-	groups := h.d.classifyFleet(fleet)
-	vm.Summary = fleetSummary(fleet, groups)
+	vm.Generated = sf.at
+	vm.Summary = sf.summary
+	vm.Counts = sf.counts
 	var matched []*fleetGroup
-	for _, g := range groups {
-		vm.Counts[g.status]++
+	for _, g := range sf.groups {
 		if g.match(filter) {
 			matched = append(matched, g)
 		}
@@ -305,13 +304,20 @@ func fleetSummary(f metrics.Fleet, groups []*fleetGroup) views.FleetSummary {
 }
 
 // scopeRows captures each scope in parallel and returns the rows worst
-// first: by status, then by the largest anomalous |z|, then by name.
-func (d *Deps) scopeRows(ctx context.Context, scopes []metrics.Scope, now time.Time) []views.ScopeRow {
+// first: by status, then by the largest anomalous |z|, then by name. The
+// scopes sf (nil: none) has scored are taken from it, not read again.
+func (d *Deps) scopeRows(ctx context.Context, scopes []metrics.Scope, now time.Time, sf *scoredFleet) []views.ScopeRow {
 	rows := make([]views.ScopeRow, len(scopes))
 	worst := make([]float64, len(scopes))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, maxParallelSnapshots)
 	for i, s := range scopes {
+		if sf != nil {
+			if c, ok := sf.byScope[s]; ok {
+				rows[i], worst[i] = keyedRow(c), c.worst
+				continue
+			}
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -363,12 +369,22 @@ func (d *Deps) row(ctx context.Context, s metrics.Scope, now time.Time) (views.S
 		return r, 0
 	}
 	c := d.classify(snap)
+	return keyedRow(&c), c.worst
+}
+
+// keyedRow is c's row with its key numbers and sparklines. c is left as
+// it is: it may be shared.
+func keyedRow(c *classified) views.ScopeRow {
+	r := c.row
+	r.Dims = make([]views.DimCell, len(c.row.Dims))
 	for i, dim := range metrics.Dimensions {
+		r.Dims[i] = c.row.Dims[i]
+		r.Dims[i].Metrics = nil
 		for _, id := range overviewKeys[dim] {
-			c.row.Dims[i].Metrics = append(c.row.Dims[i].Metrics, metricCell(snap, c.dev, id))
+			r.Dims[i].Metrics = append(r.Dims[i].Metrics, metricCell(c.snap, c.dev, id))
 		}
 	}
-	return c.row, c.worst
+	return r
 }
 
 // snapshot is the scope's snapshot at `at`: from the fleet's latest

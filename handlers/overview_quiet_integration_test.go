@@ -56,7 +56,7 @@ func TestQuietClusterRaisesNoWarning(t *testing.T) {
 			worst, flagged := views.StatusOK, 0
 			for m := minutes; m >= 0; m-- {
 				at := before.Add(-time.Duration(m) * time.Minute)
-				for _, r := range d.scopeRows(ctx, scopes, at) {
+				for _, r := range d.scopeRows(ctx, scopes, at, nil) {
 					worst = views.Worse(worst, r.Status)
 					if r.Err != "" {
 						t.Errorf("%s at %s: %s", r.Scope, at.Format(time.TimeOnly), r.Err)

@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -116,13 +117,16 @@ func TestOverviewCostFollowsThePage(t *testing.T) {
 var csrf = regexp.MustCompile(`name="csrf_token" value="[0-9a-f]+"`)
 
 // TestScopePagesFromTheFleetReading checks that the scope pages show the
-// same rows and statuses whether their snapshots come from a recent
-// reading of the whole fleet or are captured scope by scope.
+// same rows and statuses whether their snapshots come from a reading of
+// the whole fleet (live views read it; a past window takes a recent one)
+// or are captured scope by scope (the fleet cannot be read).
 func TestScopePagesFromTheFleetReading(t *testing.T) {
 	alone := fleetTel(5)
+	alone.FleetErr = errors.New("fleet unavailable")
 	shared := fleetTel(5)
 	shared.FleetCached = true
-	for _, path := range []string{"/scopes/m03", "/scopes/m03/m03-1"} {
+	past := "?from=" + alone.End.Add(-time.Hour).Format(time.RFC3339) + "&to=" + alone.End.Format(time.RFC3339)
+	for _, path := range []string{"/scopes/m03", "/scopes/m03/m03-1", "/scopes/m03" + past, "/scopes/m03/m03-1" + past} {
 		want := newFixture(t, alone, nil).get(t, path)
 		got := newFixture(t, shared, nil).get(t, path)
 		if got.status != http.StatusOK || want.status != http.StatusOK {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/views"
 )
@@ -146,6 +147,14 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 	for _, p := range views.RangePresets {
 		vm.Range.Presets = append(vm.Range.Presets, views.ScopeLink{Label: p.Name, Href: views.ScopePath(scope, url.Values{"range": {p.Name}})})
 	}
+	// The fleet's reading, classified, gives the scope's status and its
+	// instances' rows: a model's live view takes the latest (shared with
+	// the overview and every other view), other views one that is recent
+	// enough if there is one.
+	sf, err := h.d.fleetAt(ctx, scope, w)
+	if err != nil {
+		h.d.Logger.WarnContext(ctx, "scopes: read the fleet", "err", err)
+	}
 	if scope.Instance == "" {
 		var insts []metrics.Scope
 		for _, a := range all {
@@ -156,7 +165,7 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 		}
 		// One slow replica hides in a model's means: show each instance's
 		// state at the end of the window, worst first.
-		vm.InstanceRows = h.d.scopeRows(ctx, insts, w.To)
+		vm.InstanceRows = h.d.scopeRows(ctx, insts, w.To, sf)
 		for i := range vm.InstanceRows {
 			vm.InstanceRows[i].Href = views.ScopePath(vm.InstanceRows[i].Scope, query)
 		}
@@ -185,10 +194,9 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 
 	// Status colours come from the deviations at the end of the window.
 	status := map[string]views.Status{}
-	if snap, err := h.d.snapshot(ctx, scope, w.To); err != nil {
+	if snap, dev, err := h.d.scoped(ctx, scope, w.To, sf); err != nil {
 		h.d.Logger.WarnContext(ctx, "scopes: snapshot for status failed", "scope", scope.String(), "err", err)
 	} else {
-		dev := h.d.deviations(snap)
 		for id, v := range snap.Current {
 			d, ok := dev[id]
 			status[id] = views.StatusOf(id, d, ok)
@@ -223,6 +231,34 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 	}
 	vm.Waterfall = BuildWaterfall(means)
 	return vm, nil
+}
+
+// fleetAt is the fleet's reading, classified, that the page of scope
+// and window w takes its snapshots from: for a model's live window the
+// latest reading (see Telemetry.Fleet; it shows every instance), else a
+// recent one that can stand for the window's end; nil when there is
+// none. An instance's page reads no fleet: alone it is read faster.
+func (d *Deps) fleetAt(ctx context.Context, scope metrics.Scope, w TimeWindow) (*scoredFleet, error) {
+	if w.Preset != "" && scope.Instance == "" {
+		return d.scored(ctx, w.To)
+	}
+	sf, _ := d.cachedScored(w.To)
+	return sf, nil
+}
+
+// scoped is the scope's snapshot at `at` and its status deviations: from
+// sf when it has the scope, else captured alone.
+func (d *Deps) scoped(ctx context.Context, s metrics.Scope, at time.Time, sf *scoredFleet) (metrics.Snapshot, map[string]diagnose.Deviation, error) {
+	if sf != nil {
+		if c, ok := sf.byScope[s]; ok {
+			return c.snap, c.dev, nil
+		}
+	}
+	snap, err := d.snapshot(ctx, s, at)
+	if err != nil {
+		return snap, nil, err
+	}
+	return snap, d.deviations(snap), nil
 }
 
 // band is the forecast band of the first of ids with data and a model.

@@ -127,12 +127,15 @@
 // model_name and the instance label, by model_name, or GPUs by the join
 // labels), so the number of queries does not grow with the fleet. A
 // reading is shared by every reader for FleetCacheFor, and served for up
-// to FleetStaleFor while a newer one is read in the background; the
-// scope pages take their snapshots from it while it is that recent
+// to FleetStaleFor while a newer one is read in the background (after a
+// rest of twice the last reading's duration, so that refreshing it takes
+// at most a third of the time); live scope pages read it too, and past
+// windows take their snapshots from it while it is that recent
 // (CachedFleet). History points lie on whole minutes so that a reading
 // evaluates only the minutes its predecessor had not settled. FleetRange
 // reads a span of every scope's series the same way, for the detector.
-// The scope listing is shared for FleetCacheFor too.
+// The scope listing is shared for FleetCacheFor too, and served for up to
+// a minute while a newer one is read in the background.
 //
 // # Tiers
 //

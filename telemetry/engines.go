@@ -78,25 +78,59 @@ const scopesCacheFor = FleetCacheFor
 
 // scopesCache holds the latest listing of the scopes.
 type scopesCache struct {
-	mu      sync.Mutex
-	at      time.Time
-	scopes  []metrics.Scope
-	engines map[metrics.Scope][]metrics.Engine
+	mu         sync.Mutex
+	at         time.Time
+	scopes     []metrics.Scope
+	engines    map[metrics.Scope][]metrics.Engine
+	refreshing bool // a listing runs in the background
 }
+
+// scopesStaleFor is how old a listing may be and still answer while a
+// new one is read in the background: a scope that appears or goes is
+// listed a refresh late, and no page waits for the day-long read.
+const scopesStaleFor = FleetStaleFor
 
 // listScopes answers scopeQuery: the scopes, sorted, and the engines each
 // scope's series came from (a model's are its instances'). A listing
-// younger than scopesCacheFor is reused; callers may modify the returned
-// slice but not the map.
+// younger than scopesCacheFor is reused; one younger than scopesStaleFor
+// too, while a new one is read in the background. Callers may modify the
+// returned slice but not the map.
 func (t *Telemetry) listScopes(ctx context.Context) ([]metrics.Scope, map[metrics.Scope][]metrics.Engine, error) {
 	c := &t.scopes
 	c.mu.Lock()
-	if !c.at.IsZero() && time.Since(c.at) < scopesCacheFor {
+	age := time.Since(c.at)
+	if !c.at.IsZero() && (age < scopesCacheFor || age < scopesStaleFor && t.bg != nil && t.bg.Err() == nil) {
 		scopes, engines := slices.Clone(c.scopes), c.engines
+		if age >= scopesCacheFor && !c.refreshing {
+			c.refreshing = true
+			t.wg.Add(1)
+			go func() {
+				defer t.wg.Done()
+				ctx, cancel := context.WithTimeout(t.bg, embeddedQueryTimeout)
+				defer cancel()
+				if _, _, err := t.readAndKeepScopes(ctx); err != nil {
+					t.log.Warn("refreshing the list of scopes failed", "err", err)
+				}
+				c.mu.Lock()
+				c.refreshing = false
+				c.mu.Unlock()
+			}()
+		}
 		c.mu.Unlock()
 		return scopes, engines, nil
 	}
 	c.mu.Unlock()
+	scopes, engines, err := t.readAndKeepScopes(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return slices.Clone(scopes), engines, nil
+}
+
+// readAndKeepScopes reads the scopes and keeps the listing unless a later
+// one is kept already.
+func (t *Telemetry) readAndKeepScopes(ctx context.Context) ([]metrics.Scope, map[metrics.Scope][]metrics.Engine, error) {
+	c := &t.scopes
 	began := time.Now()
 	scopes, engines, err := t.readScopes(ctx)
 	if err != nil {
@@ -107,7 +141,7 @@ func (t *Telemetry) listScopes(ctx context.Context) ([]metrics.Scope, map[metric
 		c.at, c.scopes, c.engines = began, scopes, engines
 	}
 	c.mu.Unlock()
-	return slices.Clone(scopes), engines, nil
+	return scopes, engines, nil
 }
 
 // readScopes lists the scopes from the source.

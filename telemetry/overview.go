@@ -22,11 +22,23 @@ const FleetCacheFor = DefaultScrapeInterval
 // duration, so a viewer sees figures of the previous refresh at worst.
 const FleetStaleFor = time.Minute
 
+// fleetRest is how many times its own duration a background reading
+// waits after the last reading before it starts: at a large fleet a
+// reading takes seconds of CPU, and refreshing it back to back for a
+// viewer would take most of a small machine from the pages themselves.
+// Readings thus take at most a third of the time while the fleet is
+// watched, unless the latest is half FleetStaleFor old: a reader should
+// not have to wait for one.
+const fleetRest = 2
+
 // fleetCache holds the latest reading of the fleet and the one in flight.
 type fleetCache struct {
-	mu      sync.Mutex
-	last    metrics.Fleet
-	ok      bool
+	mu   sync.Mutex
+	last metrics.Fleet
+	ok   bool
+	// took is how long the last reading took, and ended when it ended.
+	took    time.Duration
+	ended   time.Time
 	running chan struct{} // closed when the reading in flight ends; nil when none
 	// runningAt is the instant the reading in flight reads, and
 	// runningSince when it began.
@@ -41,9 +53,13 @@ type fleetCache struct {
 // folded from its instances' (see gpuFold).
 //
 // One reading serves every caller whose `at` is within FleetCacheFor of
-// it. A caller whose `at` is later by less than FleetStaleFor gets it too,
+// it. A caller whose `at` is later by less than FleetStaleFor (plus the
+// time the reading took: on a busy machine a large fleet's reading can
+// take longer than that, and each viewer would then wait for one) gets it too,
 // while a reading of its `at` runs in the background (the Fleet's At says
-// which instant it shows). Callers that arrive while a reading is in
+// which instant it shows) unless the last reading ended less than
+// fleetRest times its duration ago and is less than half FleetStaleFor
+// old. Callers that arrive while a reading is in
 // flight take it when it ends (a slow reading of a large fleet is not
 // repeated for each viewer who waited for it). The returned snapshots are
 // shared: callers must not modify them.
@@ -60,12 +76,13 @@ func (t *Telemetry) Fleet(ctx context.Context, at time.Time) (metrics.Fleet, err
 			c.mu.Unlock()
 			return f, nil
 		}
-		if c.ok && at.After(c.last.At) && at.Sub(c.last.At) < FleetStaleFor && t.bg.Err() == nil {
+		if c.ok && at.After(c.last.At) && at.Sub(c.last.At) < FleetStaleFor+c.took && t.bg.Err() == nil {
 			// Serve the latest reading and refresh it in the background:
 			// at a large fleet a reading takes seconds, and a viewer
 			// should not wait for it on every refresh.
 			f := c.last
-			if c.running == nil {
+			rested := time.Since(c.ended) >= fleetRest*c.took || at.Sub(c.last.At) >= FleetStaleFor/2
+			if c.running == nil && rested {
 				ch := make(chan struct{})
 				c.running, c.runningAt, c.runningSince = ch, at, time.Now()
 				t.wg.Add(1)
@@ -120,15 +137,17 @@ func (t *Telemetry) CachedFleet(at time.Time) (metrics.Fleet, bool) {
 		return metrics.Fleet{}, false
 	}
 	d := at.Sub(c.last.At)
-	return c.last, d > -FleetCacheFor && d < FleetStaleFor
+	return c.last, d > -FleetCacheFor && d < FleetStaleFor+c.took
 }
 
 // readFleetInto reads the fleet at `at` as the reading in flight (ch),
 // keeps it in c unless a later one is there, and ends the flight.
 func (t *Telemetry) readFleetInto(ctx context.Context, c *fleetCache, ch chan struct{}, at time.Time) (metrics.Fleet, error) {
+	began := time.Now()
 	f, err := t.readFleet(ctx, at)
 	c.mu.Lock()
 	c.running = nil
+	c.took, c.ended = time.Since(began), time.Now()
 	if err == nil && (!c.ok || !f.At.Before(c.last.At)) {
 		c.last, c.ok = f, true
 	}

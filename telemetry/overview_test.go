@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -130,12 +131,15 @@ func TestFleetCache(t *testing.T) {
 	if cq.n.Load() != n || !again.At.Equal(first.At) {
 		t.Errorf("a reader %s later queried again (%d queries) or got another reading (%s)", FleetCacheFor/2, cq.n.Load()-n, again.At)
 	}
-	later, err := tel.Fleet(ctx, at.Add(time.Minute))
+	// Past FleetStaleFor and the time the reading took, a reader waits
+	// for a reading of its own instant.
+	late := 2 * FleetStaleFor
+	later, err := tel.Fleet(ctx, at.Add(late))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cq.n.Load() == n || !later.At.Equal(at.Add(time.Minute)) {
-		t.Errorf("a reader a minute later got the cached reading of %s", later.At)
+	if cq.n.Load() == n || !later.At.Equal(at.Add(late)) {
+		t.Errorf("a reader %s later got the cached reading of %s", late, later.At)
 	}
 }
 
@@ -254,5 +258,105 @@ func TestFleetWaitersShareASlowReading(t *testing.T) {
 	}
 	if extra := cq.n.Load() - n; extra > int64(4*len(metrics.Catalog)+4) {
 		t.Errorf("the waiting reader read the fleet again (%d queries after it arrived)", extra)
+	}
+}
+
+// TestFleetRefreshRests checks that a reader served the latest reading
+// while it is refreshed starts the background reading only once the last
+// reading has rested fleetRest times its duration.
+func TestFleetRefreshRests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("back-fills a demo cluster")
+	}
+	ctx := context.Background()
+	tel, cq := openFleetDemo(t, sim.Options{})
+	tel.querier = slowQuerier{Querier: cq, delay: 20 * time.Millisecond}
+	at := tel.res.backfillEnd.Add(-3 * time.Minute)
+	if _, err := tel.Fleet(ctx, at); err != nil {
+		t.Fatal(err)
+	}
+	c := &tel.fleet
+	c.mu.Lock()
+	took, ended := c.took, c.ended
+	c.mu.Unlock()
+	running := func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.running != nil
+	}
+	later := at.Add(FleetCacheFor + time.Second)
+	f, err := tel.Fleet(ctx, later)
+	resting := time.Since(ended) < fleetRest*took
+	if err != nil || !f.At.Equal(at) {
+		t.Fatalf("a reader %s later got the reading of %s (%v), want the latest (%s)", later.Sub(at), f.At, err, at)
+	}
+	if !resting {
+		t.Fatalf("the reading of %s took so long that the test could not ask while it rested", took)
+	}
+	if running() {
+		t.Errorf("a reading started %s after the last one, which took %s", time.Since(ended), took)
+	}
+
+	time.Sleep(time.Until(ended.Add(fleetRest * took)))
+	if f, err := tel.Fleet(ctx, later); err != nil || !f.At.Equal(at) {
+		t.Fatalf("a reader after the rest got the reading of %s (%v), want the latest (%s) while it refreshes", f.At, err, at)
+	}
+	for deadline := time.Now().Add(30 * time.Second); running() && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if f, ok := tel.CachedFleet(later); !ok || !f.At.Equal(later) {
+		t.Errorf("after the rest the reading was not refreshed: the latest is of %s, want %s", f.At, later)
+	}
+}
+
+// TestScopesListedInTheBackground checks that a listing of the scopes
+// older than scopesCacheFor still answers while a new one is read in the
+// background, and that one older than scopesStaleFor is read anew first.
+func TestScopesListedInTheBackground(t *testing.T) {
+	if testing.Short() {
+		t.Skip("back-fills a demo cluster")
+	}
+	ctx := context.Background()
+	tel, _ := openFleetDemo(t, sim.Options{})
+	want, err := tel.Scopes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &tel.scopes
+	backdate := func(d time.Duration) time.Time {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.at = time.Now().Add(-d)
+		return c.at
+	}
+	listedAt := func() (time.Time, bool) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.at, c.refreshing
+	}
+
+	old := backdate(scopesCacheFor + time.Second)
+	got, err := tel.Scopes(ctx)
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("a listing %s old: %v, %v; want %v", scopesCacheFor+time.Second, got, err, want)
+	}
+	if at, refreshing := listedAt(); !refreshing && !at.After(old) {
+		t.Fatal("a listing older than scopesCacheFor was neither refreshed nor being refreshed")
+	}
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if _, refreshing := listedAt(); !refreshing {
+			break
+		}
+	}
+	if at, _ := listedAt(); !at.After(old) {
+		t.Errorf("the background listing was not kept: the listing is of %s", at)
+	}
+
+	old = backdate(scopesStaleFor + time.Second)
+	if _, err := tel.Scopes(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if at, _ := listedAt(); !at.After(old) {
+		t.Errorf("a listing %s old answered without being read anew", scopesStaleFor+time.Second)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"syscall"
@@ -40,12 +41,13 @@ var fleets = []struct {
 // console. It reports the p50 and p95 server time of GET / and the HTML
 // it sends, and the process's CPU time per request. "read" requests each
 // read the fleet anew (each asks for an instant 6 s before the last, past
-// the shared reading's few seconds); "shared" requests come at the wall
-// clock, as viewers and live refreshes do, and share a reading for up to
-// telemetry.FleetCacheFor. Timings and CPU time include the background
-// scraping, as a running console has it.
+// the shared reading's few seconds): the cost of one reading. "live"
+// requests come at the wall clock, liveGap apart, as viewers and live
+// refreshes do: they are served from the latest reading, classified once
+// per reading, while the next is read and classified in the background
+// (see liveLatency; its CPU time is in theirs).
 //
-//	go test -tags sqlite_fts5 -run '^$' -bench OverviewFleet -benchtime 10x -timeout 30m ./cmd/casebook/
+//	go test -tags sqlite_fts5 -run '^$' -bench OverviewFleet -benchtime 10x -timeout 60m ./cmd/casebook/
 func BenchmarkOverviewFleet(b *testing.B) {
 	for _, f := range fleets {
 		b.Run(fmt.Sprintf("engines=%d", f.engines), func(b *testing.B) {
@@ -57,13 +59,35 @@ func BenchmarkOverviewFleet(b *testing.B) {
 					at = at.Add(-6 * time.Second)
 					return at
 				}})
-				overviewLatency(b, srv, "/")
+				overviewLatency(b, srv, "/", 0)
 			})
-			b.Run("shared", func(b *testing.B) {
-				overviewLatency(b, web.New(web.Options{Telemetry: tel, Diagnoser: diag, RequestTimeout: benchTimeout}), "/")
+			b.Run("live", func(b *testing.B) {
+				liveLatency(b, web.New(web.Options{Telemetry: tel, Diagnoser: diag, RequestTimeout: benchTimeout}), "/")
 			})
 		})
 	}
+}
+
+// liveGap is the time between two "live" requests: several viewers'
+// refreshes, so that a run of 20 spans several readings of the fleet.
+const liveGap = time.Second
+
+// liveLatency requests path once (reported as ms-cold: the first viewer
+// after a quiet spell waits for a reading of the fleet), then b.N times
+// at the wall clock, liveGap apart, and reports as overviewLatency does,
+// plus the process's share of one core over the run (scraping and the
+// background readings included).
+func liveLatency(b *testing.B, srv http.Handler, path string) {
+	b.Helper()
+	start := time.Now()
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	if rec.Code != http.StatusOK {
+		b.Fatalf("GET %s: %d", path, rec.Code)
+	}
+	cold := time.Since(start)
+	overviewLatency(b, srv, path, liveGap)
+	b.ReportMetric(float64(cold.Microseconds())/1000, "ms-cold")
 }
 
 // stillFleet is a simulated fleet that stands still after its back-fill:
@@ -94,19 +118,33 @@ func fleetTelemetry(b *testing.B, opts sim.Options) *telemetry.Telemetry {
 	return tel
 }
 
-// overviewLatency requests path b.N times and reports the p50 and p95
-// server time and the size of the last answer.
-func overviewLatency(b *testing.B, srv http.Handler, path string) {
+// overviewLatency requests path b.N times, gap apart, and reports the
+// p50 and p95 server time, the size of the last answer, the CPU time of
+// the goroutine that served each request (req-cpu-ms: work it hands to
+// other goroutines, such as a scope page's parallel queries or a reading
+// of the fleet in the background, is not in it), the process's CPU time
+// per request (cpu-ms: everything, scraping included) and its share of
+// one core over the run.
+func overviewLatency(b *testing.B, srv http.Handler, path string, gap time.Duration) {
 	b.Helper()
+	// The request runs on this goroutine's thread, so the thread's CPU
+	// time is the request's own: what a busy machine cannot hide.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	durations := make([]time.Duration, 0, b.N)
+	var reqCPU time.Duration
 	size := 0
-	cpu0 := cpuTime()
+	cpu0, wall0 := cpuTime(), time.Now()
 	for b.Loop() {
+		if gap > 0 && len(durations) > 0 {
+			time.Sleep(gap)
+		}
 		req := httptest.NewRequest(http.MethodGet, path, nil)
 		rec := httptest.NewRecorder()
-		start := time.Now()
+		start, tcpu := time.Now(), threadCPUTime()
 		srv.ServeHTTP(rec, req)
 		durations = append(durations, time.Since(start))
+		reqCPU += threadCPUTime() - tcpu
 		if rec.Code != http.StatusOK {
 			b.Fatalf("GET %s: %d", path, rec.Code)
 		}
@@ -119,7 +157,10 @@ func overviewLatency(b *testing.B, srv http.Handler, path string) {
 	b.ReportMetric(q(.5), "ms-p50")
 	b.ReportMetric(q(.95), "ms-p95")
 	b.ReportMetric(float64(size)/1024, "KiB/page")
-	b.ReportMetric(float64((cpuTime()-cpu0).Milliseconds())/float64(len(durations)), "cpu-ms/op")
+	cpu := cpuTime() - cpu0
+	b.ReportMetric(float64(reqCPU.Microseconds())/1000/float64(len(durations)), "req-cpu-ms/op")
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(len(durations)), "cpu-ms/op")
+	b.ReportMetric(100*cpu.Seconds()/time.Since(wall0).Seconds(), "%core")
 }
 
 // cpuTime is the CPU time (user and system) the process has used,
@@ -133,20 +174,30 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// threadCPUTime is the CPU time the calling thread has used.
+func threadCPUTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_THREAD, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // BenchmarkScopeFleet measures the scope pages in embedded mode against the
 // same fleets as BenchmarkOverviewFleet: an instance's live view (the
 // default hour), its model's (which adds a row per instance of that model)
-// and the instance's 7-day view. Each request reads anew (its instant is
-// 6 s before the last one's), as a viewer's live refresh does after the
-// shared readings' few seconds. The fleets are back-filled with 70
-// minutes, so the 7-day view here reads 70 minutes of data over a 7-day
-// window: its cost beyond that is the chart cache's (see
-// telemetry.BenchmarkRange7dAllDimensions). The "after-overview" pages
-// are asked for at the wall clock just after a GET /, as by a viewer who
-// comes from the overview: they take their snapshots from its reading of
-// the fleet.
+// and the instance's 7-day view. Requests come at the wall clock as
+// viewers' live refreshes do (see liveLatency): a model's live view
+// takes its snapshots from the fleet's latest reading, shared with the
+// overview and refreshed in the background; an instance's from a recent
+// reading, else it reads the instance alone. The fleets are
+// back-filled with 70 minutes, so the 7-day view here reads 70 minutes of
+// data over a 7-day window: its cost beyond that is the chart cache's (see
+// telemetry.BenchmarkRange7dAllDimensions). Each page gets a new console
+// over the same telemetry, so its ms-cold is a first request with the
+// fleet read recently by the page before.
 //
-//	go test -tags sqlite_fts5 -run '^$' -bench ScopeFleet -benchtime 20x -timeout 30m ./cmd/casebook/
+//	go test -tags sqlite_fts5 -run '^$' -bench ScopeFleet -benchtime 10x -timeout 60m ./cmd/casebook/
 func BenchmarkScopeFleet(b *testing.B) {
 	for _, f := range fleets {
 		b.Run(fmt.Sprintf("engines=%d", f.engines), func(b *testing.B) {
@@ -157,37 +208,13 @@ func BenchmarkScopeFleet(b *testing.B) {
 				b.Fatalf("scopes: %v (%d)", err, len(scopes))
 			}
 			model, inst := scopes[0], scopes[1] // sorted: a model, then its first instance
-			instPath := route.URL(route.ScopeInstance, inst.Model, inst.Instance)
-			modelPath := route.URL(route.ScopeModel, model.Model)
 			for _, page := range []struct{ name, path string }{
-				{"instance", instPath},
-				{"model", modelPath},
+				{"instance", route.URL(route.ScopeInstance, inst.Model, inst.Instance)},
+				{"model", route.URL(route.ScopeModel, model.Model)},
 				{"instance-7d", route.URLQuery(route.ScopeInstance, url.Values{"range": {"7d"}}, inst.Model, inst.Instance)},
 			} {
 				b.Run(page.name, func(b *testing.B) {
-					at := time.Now()
-					srv := web.New(web.Options{Telemetry: tel, Diagnoser: diag, RequestTimeout: benchTimeout, Now: func() time.Time {
-						at = at.Add(-6 * time.Second)
-						return at
-					}})
-					overviewLatency(b, srv, page.path)
-				})
-			}
-			// A viewer who comes from the overview: the scope pages take
-			// their snapshots from its reading of the fleet while it is
-			// recent (telemetry.FleetStaleFor).
-			for _, page := range []struct{ name, path string }{
-				{"instance-after-overview", instPath},
-				{"model-after-overview", modelPath},
-			} {
-				b.Run(page.name, func(b *testing.B) {
-					srv := web.New(web.Options{Telemetry: tel, Diagnoser: diag, RequestTimeout: benchTimeout})
-					rec := httptest.NewRecorder()
-					srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
-					if rec.Code != http.StatusOK {
-						b.Fatalf("GET /: %d", rec.Code)
-					}
-					overviewLatency(b, srv, page.path)
+					liveLatency(b, web.New(web.Options{Telemetry: tel, Diagnoser: diag, RequestTimeout: benchTimeout}), page.path)
 				})
 			}
 		})

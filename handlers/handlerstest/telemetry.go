@@ -58,6 +58,9 @@ type Telemetry struct {
 	// FleetCached makes CachedFleet answer with a reading of the fleet,
 	// as after a viewer of the overview.
 	FleetCached bool
+	// FleetErr, when set, is returned by Fleet: pages capture their
+	// scopes one by one.
+	FleetErr error
 }
 
 type base struct {
@@ -320,6 +323,9 @@ func (t *Telemetry) Status() []metrics.SourceStatus {
 // Fleet implements handlers.Telemetry: every scope's Snapshot, and two
 // GPUs per instance.
 func (t *Telemetry) Fleet(ctx context.Context, at time.Time) (metrics.Fleet, error) {
+	if t.FleetErr != nil {
+		return metrics.Fleet{}, t.FleetErr
+	}
 	scopes, err := t.Scopes(ctx)
 	if err != nil {
 		return metrics.Fleet{}, err
