@@ -271,7 +271,7 @@ func TestFleetRefreshRests(t *testing.T) {
 	ctx := context.Background()
 	tel, cq := openFleetDemo(t, sim.Options{})
 	tel.querier = slowQuerier{Querier: cq, delay: 20 * time.Millisecond}
-	at := tel.res.backfillEnd.Add(-3 * time.Minute)
+	at := tel.backfilledTo.Add(-3 * time.Minute)
 	if _, err := tel.Fleet(ctx, at); err != nil {
 		t.Fatal(err)
 	}
