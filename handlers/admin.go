@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/auth"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
@@ -31,11 +32,16 @@ func (h *Accounts) renderUsers(c echo.Context, status int, flash string) error {
 	if err != nil {
 		return err
 	}
-	me := auth.FromContext(c.Request().Context()).Name
-	v := views.UsersView{Layout: h.layout("Users", views.NavAdmin), Roles: adminRoles}
+	ctx := c.Request().Context()
+	me := auth.FromContext(ctx).Name
+	v := views.UsersView{Layout: h.layout(i18n.T(ctx, "admin.users"), views.NavAdmin), Roles: adminRoles}
 	switch flash {
-	case "added", "saved", "removed":
-		v.Flash = "Account " + flash + "."
+	case "added":
+		v.Flash = i18n.T(ctx, "admin.flash_added")
+	case "saved":
+		v.Flash = i18n.T(ctx, "admin.flash_saved")
+	case "removed":
+		v.Flash = i18n.T(ctx, "admin.flash_removed")
 	}
 	for _, u := range us {
 		v.Users = append(v.Users, views.AdminUser{ID: u.ID, Name: u.Name, Role: u.Role, HasPassword: len(u.PasswordHash) > 0,
@@ -138,7 +144,7 @@ func (h *Accounts) renderTokens(c echo.Context, status int, name, secret string)
 	if err != nil {
 		return err
 	}
-	v := views.TokensView{Layout: h.layout("API tokens", views.NavAdmin), Scopes: adminScopes, NewToken: secret, NewName: name}
+	v := views.TokensView{Layout: h.layout(i18n.T(c.Request().Context(), "admin.tokens"), views.NavAdmin), Scopes: adminScopes, NewToken: secret, NewName: name}
 	for _, t := range ts {
 		v.Tokens = append(v.Tokens, views.AdminToken{ID: t.ID, Name: t.Name, Scope: t.Scope, CreatedBy: t.CreatedBy,
 			CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, RevokedAt: t.RevokedAt})
@@ -197,7 +203,7 @@ func (h *Accounts) Audit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.AuditView{Layout: h.layout("Audit log", views.NavAdmin)}
+	v := views.AuditView{Layout: h.layout(i18n.T(c.Request().Context(), "admin.audit"), views.NavAdmin)}
 	for _, e := range es {
 		v.Rows = append(v.Rows, views.AuditRow{ID: e.ID, At: e.At, Actor: e.Actor, Action: e.Action, Target: e.Target,
 			From: e.RemoteAddr, Before: string(e.Before), After: string(e.After)})
