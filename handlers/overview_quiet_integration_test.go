@@ -80,7 +80,7 @@ func TestQuietClusterRaisesNoWarning(t *testing.T) {
 						for _, c := range r.Dims {
 							dims = append(dims, c.Title+" "+c.Status.Word())
 						}
-						t.Errorf("%s at -%d min: %s (%s): %s", r.Scope, m, r.Status.Word(), strings.Join(dims, ", "), r.Summary)
+						t.Errorf("%s at -%d min: %s (%s): %s", r.Scope, m, r.Status.Word(), strings.Join(dims, ", "), r.SummaryIn(context.Background()))
 					}
 				}
 			}

@@ -221,7 +221,7 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 	for _, id := range waterfallIDs {
 		means[id] = mean(byID[id])
 	}
-	vm.Waterfall = BuildWaterfall(means)
+	vm.Waterfall = BuildWaterfall(ctx, means)
 	return vm, nil
 }
 
