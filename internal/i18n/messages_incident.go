@@ -106,6 +106,8 @@ var incidentPages = []Msg{
 // archiveTexts: the accuracy page and the knowledge base.
 var archiveTexts = []Msg{
 	{Key: "acc.title", En: "Diagnosis accuracy", Zh: "诊断准确率"},
+	{Key: "acc.trend_title", En: "Share of diagnoses reviewed correct, per week", Zh: "每周复核为正确的诊断占比"},
+	{Key: "acc.trend_reference", En: "Reference team, rules only (%s)", Zh: "参照团队，仅规则（%s）"},
 	{Key: "acc.intro", En: "From the current review label of each reviewed incident. The reference team's rule-based diagnosis was right %s of the time (97 of 124).", Zh: "依据每个已复核事件当前的复核标签计算。参照团队基于规则的诊断正确率为 %s（124 次中 97 次）。"},
 	{Key: "acc.to_queue", En: "Review the unreviewed incidents", Zh: "复核未复核的事件"},
 	{Key: "acc.to_queue_rest", En: ": worst and oldest first, one key per verdict.", Zh: "：最严重、最早的优先，每个结论一个按键。"},
