@@ -91,13 +91,13 @@ func (g ModelGroup) OffText() string {
 
 // ScopeRow is one model or instance on the overview.
 type ScopeRow struct {
-	Scope   metrics.Scope
-	Href    string
-	Status  Status
-	Worst   []Deviation // the worst deviations, largest |z| first (at most three)
-	More    int         // how many more deviations there are
-	Err     string      // why the scope could not be read, in the source's words
-	Dims    []DimCell
+	Scope  metrics.Scope
+	Href   string
+	Status Status
+	Worst  []Deviation // the worst deviations, largest |z| first (at most three)
+	More   int         // how many more deviations there are
+	Err    string      // why the scope could not be read, in the source's words
+	Dims   []DimCell
 	// Engine names the scope's engine ("SGLang"); empty when unknown.
 	Engine string
 }
