@@ -64,7 +64,7 @@ func (h *Overview) Show(c echo.Context) error {
 		// say what is wrong instead of failing the page.
 		h.d.Logger.ErrorContext(ctx, "overview: read the fleet", "err", err)
 		vm.Layout.Banners = append(vm.Layout.Banners, views.Banner{
-			Status: views.StatusCritical, Text: i18n.T(ctx, "overview.fleet_failed", err.Error()), Now: now,
+			Status: views.StatusCritical, Msg: "overview.fleet_failed", Args: []any{err.Error()}, Now: now,
 		})
 		return render(c, http.StatusOK, views.OverviewPage(vm))
 	}
