@@ -140,10 +140,10 @@ func triggerTextIn(ctx context.Context, inc store.Incident) string {
 func lostAlertsText(ctx context.Context, detail incident.TriggerDetail) string {
 	var parts []string
 	if detail.DroppedAlerts > 0 {
-		parts = append(parts, i18n.T(ctx, "trigger.dropped_alerts", detail.DroppedAlerts, incident.MaxAlertsPerMessage))
+		parts = append(parts, i18n.T(ctx, "trigger.dropped_alerts", strconv.Itoa(detail.DroppedAlerts), strconv.Itoa(incident.MaxAlertsPerMessage)))
 	}
 	if detail.TruncatedAlerts > 0 {
-		parts = append(parts, i18n.T(ctx, "trigger.truncated_alerts", detail.TruncatedAlerts))
+		parts = append(parts, i18n.T(ctx, "trigger.truncated_alerts", strconv.Itoa(detail.TruncatedAlerts)))
 	}
 	if len(parts) == 0 {
 		return ""
@@ -414,7 +414,7 @@ func (h *Incidents) addChanges(ctx context.Context, v *views.IncidentView, inc s
 		h.d.Logger.WarnContext(ctx, "incidents: change requests", "incident", inc.ID, "err", err)
 	}
 	v.Changes = ChangeRows(cs)
-	v.Timeline = append(v.Timeline, changeTimeline(cs)...)
+	v.Timeline = append(v.Timeline, changeTimeline(ctx, cs)...)
 	sort.SliceStable(v.Timeline, func(i, j int) bool { return v.Timeline[i].At.Before(v.Timeline[j].At) })
 	if !readOnly {
 		v.Current.ChangeURL = route.URL(route.ChangeCreate, inc.ID)

@@ -4,7 +4,7 @@ package i18n
 // entry gives its English and Chinese text side by side, so that a
 // missing translation shows in review; the tests check every entry has
 // both. Words follow docs/glossary-zh.md.
-var tables = [][]Msg{common, adminTexts, incidentPages, diagnosisTexts, exportTexts, cliTexts, overviewPages, traceTexts, archiveTexts, changeTexts}
+var tables = [][]Msg{common, adminTexts, changeDocTexts, incidentPages, diagnosisTexts, exportTexts, cliTexts, overviewPages, traceTexts, archiveTexts, changeTexts}
 
 // common: the page frame, shared form words, statuses and times.
 var common = []Msg{
