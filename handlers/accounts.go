@@ -27,6 +27,7 @@ type AccountStore interface {
 	Users(ctx context.Context) ([]store.User, error)
 	UpdateUser(ctx context.Context, id int64, role string, passwordHash []byte, now time.Time) (store.User, error)
 	DeleteUser(ctx context.Context, id int64, now time.Time) error
+	SetUserLanguage(ctx context.Context, name, lang string) error
 	CreateSession(ctx context.Context, idHash []byte, userID int64, csrf, remote string, now, expiresAt time.Time) error
 	SessionByHash(ctx context.Context, idHash []byte, now time.Time) (store.Session, error)
 	DeleteSession(ctx context.Context, idHash []byte) error

@@ -89,6 +89,7 @@ func (a *authenticator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			Path:     req.URL.RequestURI(),
 		})
 		c.SetRequest(req.WithContext(ctx))
+		accountLanguage(c, sess.User.Language)
 
 		if !ok {
 			return next(c) // no such route: 404 or 405
@@ -163,7 +164,9 @@ func (a *authenticator) principal(c echo.Context) (auth.Principal, store.Session
 		case !errors.Is(err, store.ErrNotFound):
 			return auth.Principal{}, store.Session{}, err
 		}
-		return auth.Principal{Name: name, Role: role, Kind: auth.KindProxy}, store.Session{}, nil
+		// No session, but the account (when there is one) and its
+		// preferences.
+		return auth.Principal{Name: name, Role: role, Kind: auth.KindProxy}, store.Session{User: u}, nil
 	}
 	return auth.Principal{Role: auth.RoleAdmin, Kind: auth.KindOpen}, store.Session{}, nil
 }
