@@ -70,7 +70,7 @@ func (h *Accounts) CreateUser(c echo.Context) error {
 		return badParam("name", "%s", strings.TrimPrefix(err.Error(), "auth: "))
 	}
 	if _, err := auth.ParseRole(c.FormValue("role")); err != nil {
-		return badParam("role", "choose viewer, reviewer or admin")
+		return paramError("role", "param.role")
 	}
 	hash, err := passwordHash(c)
 	if err != nil {
@@ -85,7 +85,7 @@ func (h *Accounts) CreateUser(c echo.Context) error {
 func pathID(c echo.Context, param string) (int64, error) {
 	id, err := strconv.ParseInt(c.Param(param), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, badParam(param, "%q is not a number", truncate(c.Param(param), 32))
+		return 0, paramError(param, "param.not_number", strconv.Quote(truncate(c.Param(param), 32)))
 	}
 	return id, nil
 }
@@ -97,7 +97,7 @@ func (h *Accounts) UpdateUser(c echo.Context) error {
 		return err
 	}
 	if _, err := auth.ParseRole(c.FormValue("role")); err != nil {
-		return badParam("role", "choose viewer, reviewer or admin")
+		return paramError("role", "param.role")
 	}
 	hash, err := passwordHash(c)
 	if err != nil {
@@ -118,7 +118,7 @@ func (h *Accounts) DeleteUser(c echo.Context) error {
 	}
 	if me := auth.FromContext(ctx); me.Name != "" {
 		if u, err := h.d.Store.UserByName(ctx, me.Name); err == nil && u.ID == id {
-			return &ParamError{Param: "id", Reason: "you cannot remove your own account", Status: http.StatusConflict}
+			return &ParamError{Param: "id", Reason: "you cannot remove your own account", Status: http.StatusConflict, Key: "param.own_account"}
 		}
 	}
 	if err := h.d.Store.DeleteUser(ctx, id, h.d.Now()); err != nil {
@@ -162,7 +162,7 @@ func (h *Accounts) CreateToken(c echo.Context) error {
 		return badParam("name", "%s", strings.TrimPrefix(err.Error(), "auth: "))
 	}
 	if _, err := auth.ParseScope(c.FormValue("scope")); err != nil {
-		return badParam("scope", "choose webhook, read or write")
+		return paramError("scope", "param.scope")
 	}
 	secret, err := auth.NewToken(auth.TokenPrefix)
 	if err != nil {
@@ -195,7 +195,7 @@ func (h *Accounts) Audit(c echo.Context) error {
 	if s := c.QueryParam("before"); s != "" {
 		b, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || b <= 0 {
-			return badParam("before", "is not an entry number")
+			return paramError("before", "param.entry_number")
 		}
 		before = b
 	}

@@ -370,7 +370,7 @@ func (h *Incidents) Share(c echo.Context) error {
 	}
 	ttl, ok := shareTTLs[c.FormValue("ttl")]
 	if !ok {
-		return badParam("ttl", "choose 24h, 168h or 720h")
+		return paramError("ttl", "param.ttl")
 	}
 	now := h.d.Now()
 	link, err := h.d.Archive.CreateShare(ctx, id, author(c, c.FormValue("by")), now, now.Add(ttl))
@@ -398,7 +398,7 @@ func (h *Incidents) Revoke(c echo.Context) error {
 	}
 	var sid int64
 	if _, err := fmt.Sscan(c.Param("share"), &sid); err != nil || sid <= 0 {
-		return badParam("share", "is not a share link number")
+		return paramError("share", "param.share_number")
 	}
 	if err := h.d.Archive.RevokeShare(c.Request().Context(), id, sid, h.d.Now()); err != nil {
 		return archiveError(err, "share")

@@ -100,20 +100,20 @@ func (h *Overview) Show(c echo.Context) error {
 func parseOverviewParams(c echo.Context) (views.OverviewFilter, int, error) {
 	f := views.OverviewFilter{Q: strings.TrimSpace(c.QueryParam("q")), Status: c.QueryParam("status")}
 	if len(f.Q) > metrics.MaxNameLength {
-		return f, 0, badParam("q", "is longer than %d bytes", metrics.MaxNameLength)
+		return f, 0, paramError("q", "param.too_long", strconv.Itoa(metrics.MaxNameLength))
 	}
 	if f.Status != "" && statusFilter(f.Status) < 0 {
 		var vals []string
 		for _, s := range views.StatusFilters {
 			vals = append(vals, s.Value)
 		}
-		return f, 0, badParam("status", "must be one of %s", strings.Join(vals, ", "))
+		return f, 0, paramError("status", "param.one_of", strings.Join(vals, ", "))
 	}
 	page := 1
 	if raw := c.QueryParam("page"); raw != "" {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 1 {
-			return f, 0, badParam("page", "must be a page number from 1")
+			return f, 0, paramError("page", "param.page")
 		}
 		page = n
 	}
