@@ -1,9 +1,9 @@
 package handlers
 
 import (
-	"strconv"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 

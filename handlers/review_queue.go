@@ -1,9 +1,9 @@
 package handlers
 
 import (
-	"strconv"
 	"github.com/casebook/casebook/internal/route"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 

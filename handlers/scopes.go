@@ -1,13 +1,13 @@
 package handlers
 
 import (
-	"strconv"
 	"context"
 	"fmt"
 	"math"
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
