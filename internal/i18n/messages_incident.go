@@ -300,5 +300,16 @@ var exportTexts = []Msg{
 
 // cliTexts: what casebook diagnose prints for people.
 var cliTexts = []Msg{
+	{Key: "cli.eval_head", En: "engine %s: %s cases", Zh: "诊断引擎 %s：%s 个案例"},
+	{Key: "cli.eval_skipped", En: " (%s invalid lines skipped)", Zh: "（跳过 %s 行无效数据）"},
+	{Key: "cli.eval_top1", En: "top-1 accuracy  %s", Zh: "Top-1 准确率  %s"},
+	{Key: "cli.eval_top3", En: "top-3 accuracy  %s", Zh: "Top-3 准确率  %s"},
+	{Key: "cli.eval_multi", En: "top-1 accuracy counting secondary labels of the %s multi-fault cases  %s", Zh: "计入 %s 个多故障案例次要标注的 Top-1 准确率  %s"},
+	{Key: "cli.eval_cause_cols", En: "cause\tsupport\tpredicted\tcorrect\tprecision\trecall\t", Zh: "根因\t样本数\t预测数\t正确数\t精确率\t召回率\t"},
+	{Key: "cli.eval_confusion", En: "confusion (rows: label, columns: diagnosis)", Zh: "混淆矩阵（行：标注，列：诊断）"},
+	{Key: "cli.eval_confusion_corner", En: "label\\diagnosis", Zh: "标注\\诊断"},
+	{Key: "cli.eval_calibration", En: "calibration (cases diagnosed at confidence c should be right about c of the time)", Zh: "校准（置信度为 c 的诊断应有约 c 的比例是正确的）"},
+	{Key: "cli.eval_calibration_cols", En: "confidence\tcount\tmean conf\taccuracy\t", Zh: "置信度\t数量\t平均置信度\t准确率\t"},
+	{Key: "cli.eval_ece", En: "expected calibration error  %s", Zh: "期望校准误差 (ECE)  %s"},
 	{Key: "cli.cases_loaded", En: "diagnose: %d labelled cases loaded from %s (%d lines skipped)", Zh: "diagnose：已从 %[2]s 载入 %[1]d 个已标注案例（跳过 %[3]d 行）"},
 }
