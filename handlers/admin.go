@@ -129,7 +129,7 @@ func (h *Accounts) DeleteUser(c echo.Context) error {
 
 func accountError(err error, param string) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return echo.NewHTTPError(http.StatusNotFound, "There is no such account or token.").SetInternal(err)
+		return HTTPError(http.StatusNotFound, "error.no_account").SetInternal(err)
 	}
 	return archiveError(err, param)
 }

@@ -304,7 +304,7 @@ func (h *Changes) Show(c echo.Context) error {
 
 func changeError(err error) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return echo.NewHTTPError(http.StatusNotFound, "This incident has no such change request.").SetInternal(err)
+		return HTTPError(http.StatusNotFound, "error.no_change").SetInternal(err)
 	}
 	return archiveError(err, "cid")
 }

@@ -12,6 +12,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/labstack/echo/v4"
+
 	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/views"
@@ -52,6 +54,27 @@ func (e *ParamError) Code() int {
 
 func badParam(param, format string, args ...any) *ParamError {
 	return &ParamError{Param: param, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Message is an HTTP error's message printed from the catalogs in the
+// reader's language: set it as an echo.HTTPError's Message (HTTPError)
+// and the error handler prints it with ReasonIn's language; String is the
+// English text, for logs.
+type Message struct {
+	Key  string
+	Args []any
+}
+
+// String is the message in English.
+func (m Message) String() string { return i18n.New(i18n.English).T(m.Key, m.Args...) }
+
+// In is the message in ctx's language.
+func (m Message) In(ctx context.Context) string { return i18n.T(ctx, m.Key, m.Args...) }
+
+// HTTPError is an echo.HTTPError whose message is the catalog key printed
+// with args in the reader's language.
+func HTTPError(code int, key string, args ...any) *echo.HTTPError {
+	return echo.NewHTTPError(code, Message{Key: key, Args: args})
 }
 
 // paramError is a bad parameter whose reason is the catalog message key
