@@ -187,6 +187,7 @@ var overviewPages = []Msg{
 	{Key: "scope.and_more", En: "and %d more", Zh: "还有 %d 个"},
 	{Key: "chart.aria", En: "%s in %s", Zh: "%s（%s）"},
 	{Key: "chart.no_data", En: "No data in this window", Zh: "此时间窗口内没有数据"},
+	{Key: "chart.line_no_data", En: "no data", Zh: "无数据"},
 	{Key: "chart.trigger", En: "trigger", Zh: "触发"},
 	{Key: "chart.band_baseline", En: "baseline ±3σ", Zh: "基线 ±3σ"},
 	{Key: "chart.band_expected", En: "Expected band of %s", Zh: "%s 的预期区间"},
