@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/internal/i18n"
 )
 
 // GPU is what the capacity check knows of one GPU, from DCGM
@@ -44,6 +45,13 @@ type Capacity struct {
 // below IdleUtil for the whole window. gpusPerReplica is the tensor-parallel
 // size a new replica needs on one host.
 func CheckCapacity(gpus []GPU, window time.Duration, gpusPerReplica int) Capacity {
+	return CheckCapacityIn("", gpus, window, gpusPerReplica)
+}
+
+// CheckCapacityIn is CheckCapacity with the summary in lang ("zh-CN";
+// English otherwise).
+func CheckCapacityIn(lang string, gpus []GPU, window time.Duration, gpusPerReplica int) Capacity {
+	l := locale(lang)
 	gpusPerReplica = max(1, gpusPerReplica)
 	c := Capacity{Window: window, Checked: len(gpus)}
 	perHost := map[string]int{}
@@ -68,15 +76,13 @@ func CheckCapacity(gpus []GPU, window time.Duration, gpusPerReplica int) Capacit
 	mins := int(window.Minutes())
 	switch {
 	case len(gpus) == 0:
-		c.Summary = "No GPU data: the capacity check could not run; confirm free GPUs before scaling out."
+		c.Summary = l.T("cr.capacity_no_data")
 	case len(c.Idle) == 0:
-		c.Summary = fmt.Sprintf("No idle GPU among the %d checked over the last %d minutes: scaling out needs new nodes; try the in-place actions first.", len(gpus), mins)
+		c.Summary = l.T("cr.capacity_none", len(gpus), mins)
 	case c.Replicas == 0:
-		c.Summary = fmt.Sprintf("%d idle GPUs over the last %d minutes on %s, but no host has the %d a replica needs: try the in-place actions first.",
-			len(c.Idle), mins, strings.Join(hosts, ", "), gpusPerReplica)
+		c.Summary = l.T("cr.capacity_no_host", len(c.Idle), mins, strings.Join(hosts, ", "), gpusPerReplica)
 	default:
-		c.Summary = fmt.Sprintf("%d idle GPUs over the last %d minutes on %s: room for %d more replica(s) of %d GPU(s).",
-			len(c.Idle), mins, strings.Join(hosts, ", "), c.Replicas, gpusPerReplica)
+		c.Summary = l.T("cr.capacity_room", len(c.Idle), mins, strings.Join(hosts, ", "), c.Replicas, gpusPerReplica)
 	}
 	return c
 }
@@ -92,4 +98,11 @@ func ScaleOut(a diagnose.Action) bool {
 		return a.Proposed == "double" || strings.Contains(a.Proposed, "x 2")
 	}
 	return a.ID == "drain_node"
+}
+
+// locale is the Locale of a language code; English for "" or any code
+// the console does not speak.
+func locale(lang string) *i18n.Locale {
+	t, _ := i18n.Parse(lang)
+	return i18n.New(t)
 }

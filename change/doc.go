@@ -9,6 +9,13 @@
 // the archive stores (Request.JSON, DecodeRequest, Outcome.Encode,
 // DecodeOutcome).
 //
+// A request is written in the language of the person who asks for it
+// (BuildInput.Lang, "zh-CN" or English): its titles, reasons, capacity
+// summary and Markdown are printed from package i18n's catalogs and the
+// diagnosis texts of package diagnose; ids, knobs, flags and JSON field
+// names never change. An outcome's reasons are measured without a reader
+// and stay English.
+//
 // Jobs runs the background work: delivering requests to the webhook with
 // retries, re-trying pending deliveries after a restart, and measuring
 // outcomes once their window has passed. It reads and writes the archive

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/metrics"
 )
 
@@ -63,6 +64,13 @@ func (p Proposal) ForEngine(e metrics.Engine) (Proposal, error) {
 // returns ErrNeedCurrent; override, when not empty, is the value the user
 // entered and wins over the rule.
 func Propose(a diagnose.Action, current map[string]string, observed metrics.Values, override string) (Proposal, error) {
+	return ProposeIn("", a, current, observed, override)
+}
+
+// ProposeIn is Propose with the value's reason in lang ("zh-CN"; English
+// otherwise).
+func ProposeIn(lang string, a diagnose.Action, current map[string]string, observed metrics.Values, override string) (Proposal, error) {
+	l := locale(lang)
 	if a.Knob == "" {
 		return Proposal{}, ErrNoKnob
 	}
@@ -85,16 +93,16 @@ func Propose(a diagnose.Action, current map[string]string, observed metrics.Valu
 		if err != nil {
 			return p, fmt.Errorf("change: propose %s: %w", a.ID, err)
 		}
-		p.Proposed, p.Reason = k.Format(x), "Entered by hand."
+		p.Proposed, p.Reason = k.Format(x), l.T("cr.reason_hand")
 		return p, nil
 	}
-	x, reason, err := evalRule(k, a.Proposed, cur, haveCur, observed)
+	x, reason, err := evalRule(l, k, a.Proposed, cur, haveCur, observed)
 	if err != nil {
 		return p, fmt.Errorf("change: propose %s: %w", a.ID, err)
 	}
 	p.Proposed, p.Reason = k.Format(x), reason
 	if haveCur && p.Proposed == p.Current {
-		p.Reason += " The value is already at its limit, so this action changes nothing here."
+		p.Reason += l.T("cr.reason_at_limit")
 	}
 	return p, nil
 }
@@ -107,14 +115,14 @@ func Propose(a diagnose.Action, current map[string]string, observed metrics.Valu
 //	<metric id> x F        an observed metric (e.g. running_seqs) times F
 //
 // The result is clamped to the knob's range and rounded to its type.
-func evalRule(k Knob, rule string, cur float64, haveCur bool, observed metrics.Values) (float64, string, error) {
+func evalRule(l *i18n.Locale, k Knob, rule string, cur float64, haveCur bool, observed metrics.Values) (float64, string, error) {
 	r := strings.TrimSpace(rule)
 	if r == "" {
 		return 0, "", ErrNeedValue
 	}
 	relative := strings.HasPrefix(r, "+") || strings.HasPrefix(r, "-")
 	if x, err := k.Parse(r); err == nil && !relative {
-		return x, fmt.Sprintf("The action's fixed value %s.", k.Format(x)), nil
+		return x, l.T("cr.reason_fixed", k.Format(x)), nil
 	}
 	if k.Type == TypeBool {
 		return 0, "", fmt.Errorf("%w: %q", ErrNeedValue, rule)
@@ -143,7 +151,7 @@ func evalRule(k Knob, rule string, cur float64, haveCur bool, observed metrics.V
 		if !haveCur {
 			return 0, "", ErrNeedCurrent
 		}
-		x0, what = cur, "the current "+k.Format(cur)
+		x0, what = cur, l.T("cr.reason_current", k.Format(cur))
 	default:
 		if _, ok := metrics.Lookup(base); !ok {
 			return 0, "", fmt.Errorf("%w: %q", ErrNeedValue, rule)
@@ -152,7 +160,7 @@ func evalRule(k Knob, rule string, cur float64, haveCur bool, observed metrics.V
 		if !ok || math.IsNaN(v) {
 			return 0, "", fmt.Errorf("%w: the incident has no %s reading", ErrNeedValue, base)
 		}
-		x0, what = v, fmt.Sprintf("the observed %s of %.4g", base, v)
+		x0, what = v, l.T("cr.reason_observed", base, fmt.Sprintf("%.4g", v))
 	}
 	var x float64
 	switch op {
@@ -166,18 +174,11 @@ func evalRule(k Knob, rule string, cur float64, haveCur bool, observed metrics.V
 		return 0, "", fmt.Errorf("%w: %q", ErrNeedValue, rule)
 	}
 	y := k.clamp(x)
-	reason := fmt.Sprintf("%s %s %s = %s.", upperFirst(what), op, arg, k.Format(y))
+	reason := l.T("cr.reason_rule", what, op, arg, k.Format(y))
 	if y != k.clamp(math.Round(x*1e6)/1e6) || x < k.Min || x > k.Max {
-		reason = fmt.Sprintf("%s %s %s, clamped to the valid range %s..%s: %s.", upperFirst(what), op, arg, k.Format(k.Min), k.Format(k.Max), k.Format(y))
+		reason = l.T("cr.reason_clamped", what, op, arg, k.Format(k.Min), k.Format(k.Max), k.Format(y))
 	}
 	return y, reason, nil
-}
-
-func upperFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // Current reads knob values from engine info labels (vLLM's

@@ -20,7 +20,10 @@ import (
 type Request struct {
 	// ID is a random id, stable for the request's life; the webhook sends
 	// it as the Idempotency-Key.
-	ID          string        `json:"id"`
+	ID string `json:"id"`
+	// Lang is the language of the document's human texts ("zh-CN");
+	// empty for English. Ids, knobs and field names are never translated.
+	Lang        string        `json:"lang,omitempty"`
 	IncidentID  int64         `json:"incident_id"`
 	IncidentURL string        `json:"incident_url"`
 	CreatedAt   time.Time     `json:"created_at"`
@@ -92,6 +95,9 @@ type BuildInput struct {
 	Chart HelmChart
 	By    string
 	Now   time.Time
+	// Lang is the language the document is written in ("zh-CN"); empty
+	// or any other value writes English.
+	Lang string
 }
 
 func mustKnob(name string) Knob {
@@ -107,13 +113,19 @@ func Build(in BuildInput) (Request, error) {
 	if in.Action.Knob != "" && in.Proposal == nil {
 		return Request{}, fmt.Errorf("change: build %s: the action changes %s but no value was proposed", in.Action.ID, in.Action.Knob)
 	}
+	lang, l := "", locale(in.Lang)
+	if l.IsChinese() {
+		lang = diagnose.LangZH
+		in.Diagnosis = diagnose.Localize(in.Diagnosis, lang)
+		in.Action = diagnose.ActionIn(lang, in.Diagnosis.RootCause, in.Action)
+	}
 	var b [12]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return Request{}, fmt.Errorf("change: build: id: %w", err)
 	}
 	r := Request{
 		ID: "cr-" + hex.EncodeToString(b[:]), IncidentID: in.IncidentID, IncidentURL: in.IncidentURL,
-		CreatedAt: in.Now.UTC(), CreatedBy: in.By, Scope: in.Scope,
+		CreatedAt: in.Now.UTC(), CreatedBy: in.By, Scope: in.Scope, Lang: lang,
 		Diagnosis: Diagnosis{RootCause: in.Diagnosis.RootCause, Title: in.Diagnosis.Title,
 			Confidence: in.Diagnosis.Confidence, Severity: string(in.Diagnosis.Severity)},
 		Action:   Action{ID: in.Action.ID, Title: in.Action.Title, Why: in.Action.Why},
@@ -129,8 +141,11 @@ func Build(in BuildInput) (Request, error) {
 	}
 	for _, e := range in.Action.Effects {
 		mt, _ := metrics.Lookup(e.Metric)
-		name := e.Metric
-		r.Effects = append(r.Effects, ExpectedEffect{Metric: e.Metric, Name: name, Dimension: string(mt.Dimension), Direction: e.Direction, Size: e.Size})
+		name, size := e.Metric, e.Size
+		if lang != "" {
+			name, size = diagnose.MetricLabelIn(lang, e.Metric), diagnose.EffectSizeIn(lang, e.Size)
+		}
+		r.Effects = append(r.Effects, ExpectedEffect{Metric: e.Metric, Name: name, Dimension: string(mt.Dimension), Direction: e.Direction, Size: size})
 	}
 	if in.Capacity != nil && in.Capacity.Replicas == 0 {
 		for _, a := range in.Diagnosis.Actions {
@@ -152,10 +167,10 @@ func Build(in BuildInput) (Request, error) {
 		if from == "" {
 			from = "?"
 		}
-		r.Title = fmt.Sprintf("%s: %s %s -> %s", in.Action.Title, p.Knob, from, p.Proposed)
+		r.Title = l.T("cr.doc_title", in.Action.Title, p.Knob, from, p.Proposed)
 	}
 	if in.Scope.Model != "" {
-		r.Title += " (" + in.Scope.String() + ")"
+		r.Title += l.T("cr.doc_scope", in.Scope.String())
 	}
 	if in.Schedule != nil {
 		if w, ok := in.Schedule.Next(in.Now); ok {

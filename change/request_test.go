@@ -2,6 +2,8 @@ package change
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -238,5 +240,90 @@ func TestParseConfigReadsTheSpeculativeConfig(t *testing.T) {
 	}
 	if _, err := ParseConfig([]byte(`--speculative-config {not json}`)); err == nil {
 		t.Error("a malformed speculative config accepted")
+	}
+}
+
+// TestBuildInChinese writes the same request in English and in Chinese:
+// the Chinese Markdown has the English one's structure (the same headings
+// and table rows in the same places), its human texts are Chinese, and
+// ids, knobs and JSON field names stay as they are.
+func TestBuildInChinese(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "diagnose", "testdata", "kv_cache_eviction.input.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := diagnose.ParseSnapshot(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := diagnose.New(diagnose.Options{}).Diagnose(snap)
+	a := d.Actions[0]
+	s, err := ParseSchedule("Tue 10:00-12:00 UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	build := func(lang string) (Request, string) {
+		t.Helper()
+		var prop *Proposal
+		if a.Knob != "" {
+			p, err := ProposeIn(lang, a, map[string]string{a.Knob: "0.9"}, snap.Current, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			prop = &p
+		}
+		capacity := CheckCapacityIn(lang, nil, 15*time.Minute, 1)
+		r, err := Build(BuildInput{IncidentID: 7, IncidentURL: "https://cb.example/incidents/7", Scope: metrics.Scope{Model: "llama"},
+			Diagnosis: d, Action: a, Proposal: prop, Schedule: &s, Capacity: &capacity, Now: now, By: "ana", Lang: lang})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r, r.Markdown()
+	}
+	en, enMD := build("en")
+	zh, zhMD := build("zh-CN")
+	if en.Lang != "" || zh.Lang != "zh-CN" {
+		t.Errorf("lang: en %q, zh %q", en.Lang, zh.Lang)
+	}
+	shape := func(md string) []string {
+		var out []string
+		for _, line := range strings.Split(md, "\n") {
+			switch {
+			case strings.HasPrefix(line, "#"), strings.HasPrefix(line, "|"), strings.HasPrefix(line, "- "), strings.HasPrefix(line, "```"):
+				out = append(out, line[:1])
+			case line == "":
+				out = append(out, "")
+			default:
+				out = append(out, "text")
+			}
+		}
+		return out
+	}
+	if s1, s2 := shape(enMD), shape(zhMD); strings.Join(s1, ",") != strings.Join(s2, ",") {
+		t.Errorf("structures differ:\n%s\n---\n%s", enMD, zhMD)
+	}
+	for _, want := range []string{"# 变更请求 ", "## 诊断", "## 预期效果", "## 风险", "## 回滚", "| 指标 | 维度 | 方向 | 幅度 |",
+		"发布窗口（下一个）：2026-12-01 10:00 至 12:00 UTC", "，创建者 ana", "没有 GPU 数据", diagnose.CauseTitleIn("zh-CN", d.RootCause)} {
+		if !strings.Contains(zhMD, want) {
+			t.Errorf("Chinese Markdown lacks %q:\n%s", want, zhMD)
+		}
+	}
+	for _, not := range []string{"Change request", "Diagnosis", "Expected effect", "Risk", "Rollback", "confidence", "Why this value", "Deployment window"} {
+		if strings.Contains(zhMD, not) {
+			t.Errorf("Chinese Markdown shows %q", not)
+		}
+	}
+	if zh.Action.ID != en.Action.ID || zh.Diagnosis.RootCause != en.Diagnosis.RootCause || zh.Action.Title == en.Action.Title || zh.Risk == en.Risk {
+		t.Errorf("ids must stay and texts change: en %+v, zh %+v", en.Action, zh.Action)
+	}
+	js, err := zh.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{`"root_cause": "kv_cache_eviction"`, `"expected_effects"`, `"rollback"`, `"lang": "zh-CN"`} {
+		if !strings.Contains(string(js), field) {
+			t.Errorf("Chinese JSON lacks %s", field)
+		}
 	}
 }

@@ -27,6 +27,7 @@ type AccountStore interface {
 	Users(ctx context.Context) ([]store.User, error)
 	UpdateUser(ctx context.Context, id int64, role string, passwordHash []byte, now time.Time) (store.User, error)
 	DeleteUser(ctx context.Context, id int64, now time.Time) error
+	SetUserLanguage(ctx context.Context, name, lang string) error
 	CreateSession(ctx context.Context, idHash []byte, userID int64, csrf, remote string, now, expiresAt time.Time) error
 	SessionByHash(ctx context.Context, idHash []byte, now time.Time) (store.Session, error)
 	DeleteSession(ctx context.Context, idHash []byte) error
@@ -103,7 +104,7 @@ func (h *Accounts) layout(title, nav string) views.LayoutView {
 // renders it with 401 for pages that need a sign-in.
 func (h *Accounts) LoginForm(c echo.Context) error {
 	if !h.d.PasswordLogin {
-		return echo.NewHTTPError(http.StatusNotFound, "Sign-in with a password is off: the console runs without built-in accounts (--auth accounts enables them).")
+		return HTTPError(http.StatusNotFound, "error.password_off_long")
 	}
 	return h.RenderLogin(c, http.StatusOK, "", "")
 }
@@ -131,7 +132,7 @@ func safeNext(next string) string {
 // Login checks a name and password and starts a session.
 func (h *Accounts) Login(c echo.Context) error {
 	if !h.d.PasswordLogin {
-		return echo.NewHTTPError(http.StatusNotFound, "Sign-in with a password is off.")
+		return HTTPError(http.StatusNotFound, "error.password_off")
 	}
 	ctx := c.Request().Context()
 	name := strings.TrimSpace(c.FormValue("name"))

@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/auth"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/store"
 	"github.com/casebook/casebook/views"
@@ -31,11 +32,16 @@ func (h *Accounts) renderUsers(c echo.Context, status int, flash string) error {
 	if err != nil {
 		return err
 	}
-	me := auth.FromContext(c.Request().Context()).Name
-	v := views.UsersView{Layout: h.layout("Users", views.NavAdmin), Roles: adminRoles}
+	ctx := c.Request().Context()
+	me := auth.FromContext(ctx).Name
+	v := views.UsersView{Layout: h.layout(i18n.T(ctx, "admin.users"), views.NavAdmin), Roles: adminRoles}
 	switch flash {
-	case "added", "saved", "removed":
-		v.Flash = "Account " + flash + "."
+	case "added":
+		v.Flash = i18n.T(ctx, "admin.flash_added")
+	case "saved":
+		v.Flash = i18n.T(ctx, "admin.flash_saved")
+	case "removed":
+		v.Flash = i18n.T(ctx, "admin.flash_removed")
 	}
 	for _, u := range us {
 		v.Users = append(v.Users, views.AdminUser{ID: u.ID, Name: u.Name, Role: u.Role, HasPassword: len(u.PasswordHash) > 0,
@@ -64,7 +70,7 @@ func (h *Accounts) CreateUser(c echo.Context) error {
 		return badParam("name", "%s", strings.TrimPrefix(err.Error(), "auth: "))
 	}
 	if _, err := auth.ParseRole(c.FormValue("role")); err != nil {
-		return badParam("role", "choose viewer, reviewer or admin")
+		return paramError("role", "param.role")
 	}
 	hash, err := passwordHash(c)
 	if err != nil {
@@ -79,7 +85,7 @@ func (h *Accounts) CreateUser(c echo.Context) error {
 func pathID(c echo.Context, param string) (int64, error) {
 	id, err := strconv.ParseInt(c.Param(param), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, badParam(param, "%q is not a number", truncate(c.Param(param), 32))
+		return 0, paramError(param, "param.not_number", strconv.Quote(truncate(c.Param(param), 32)))
 	}
 	return id, nil
 }
@@ -91,7 +97,7 @@ func (h *Accounts) UpdateUser(c echo.Context) error {
 		return err
 	}
 	if _, err := auth.ParseRole(c.FormValue("role")); err != nil {
-		return badParam("role", "choose viewer, reviewer or admin")
+		return paramError("role", "param.role")
 	}
 	hash, err := passwordHash(c)
 	if err != nil {
@@ -112,7 +118,7 @@ func (h *Accounts) DeleteUser(c echo.Context) error {
 	}
 	if me := auth.FromContext(ctx); me.Name != "" {
 		if u, err := h.d.Store.UserByName(ctx, me.Name); err == nil && u.ID == id {
-			return &ParamError{Param: "id", Reason: "you cannot remove your own account", Status: http.StatusConflict}
+			return &ParamError{Param: "id", Reason: "you cannot remove your own account", Status: http.StatusConflict, Key: "param.own_account"}
 		}
 	}
 	if err := h.d.Store.DeleteUser(ctx, id, h.d.Now()); err != nil {
@@ -123,7 +129,7 @@ func (h *Accounts) DeleteUser(c echo.Context) error {
 
 func accountError(err error, param string) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return echo.NewHTTPError(http.StatusNotFound, "There is no such account or token.").SetInternal(err)
+		return HTTPError(http.StatusNotFound, "error.no_account").SetInternal(err)
 	}
 	return archiveError(err, param)
 }
@@ -138,7 +144,7 @@ func (h *Accounts) renderTokens(c echo.Context, status int, name, secret string)
 	if err != nil {
 		return err
 	}
-	v := views.TokensView{Layout: h.layout("API tokens", views.NavAdmin), Scopes: adminScopes, NewToken: secret, NewName: name}
+	v := views.TokensView{Layout: h.layout(i18n.T(c.Request().Context(), "admin.tokens"), views.NavAdmin), Scopes: adminScopes, NewToken: secret, NewName: name}
 	for _, t := range ts {
 		v.Tokens = append(v.Tokens, views.AdminToken{ID: t.ID, Name: t.Name, Scope: t.Scope, CreatedBy: t.CreatedBy,
 			CreatedAt: t.CreatedAt, LastUsedAt: t.LastUsedAt, RevokedAt: t.RevokedAt})
@@ -156,7 +162,7 @@ func (h *Accounts) CreateToken(c echo.Context) error {
 		return badParam("name", "%s", strings.TrimPrefix(err.Error(), "auth: "))
 	}
 	if _, err := auth.ParseScope(c.FormValue("scope")); err != nil {
-		return badParam("scope", "choose webhook, read or write")
+		return paramError("scope", "param.scope")
 	}
 	secret, err := auth.NewToken(auth.TokenPrefix)
 	if err != nil {
@@ -189,7 +195,7 @@ func (h *Accounts) Audit(c echo.Context) error {
 	if s := c.QueryParam("before"); s != "" {
 		b, err := strconv.ParseInt(s, 10, 64)
 		if err != nil || b <= 0 {
-			return badParam("before", "is not an entry number")
+			return paramError("before", "param.entry_number")
 		}
 		before = b
 	}
@@ -197,7 +203,7 @@ func (h *Accounts) Audit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := views.AuditView{Layout: h.layout("Audit log", views.NavAdmin)}
+	v := views.AuditView{Layout: h.layout(i18n.T(c.Request().Context(), "admin.audit"), views.NavAdmin)}
 	for _, e := range es {
 		v.Rows = append(v.Rows, views.AuditRow{ID: e.ID, At: e.At, Actor: e.Actor, Action: e.Action, Target: e.Target,
 			From: e.RemoteAddr, Before: string(e.Before), After: string(e.After)})

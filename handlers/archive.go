@@ -37,7 +37,7 @@ func (h *Knowledge) Accuracy(c echo.Context) error {
 		ByEngine: rows(a.ByEngine, same),
 		ByWeek:   rows(a.ByWeek, same),
 	}
-	v.Trend = views.NewAccuracyTrend(v.ByWeek)
+	v.Trend = views.NewAccuracyTrend(c.Request().Context(), v.ByWeek)
 	v.Confusion = confusion(a.Confusion)
 	return render(c, http.StatusOK, views.AccuracyPage(v))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/casebook/casebook/change"
 	"github.com/casebook/casebook/diagnose"
 	"github.com/casebook/casebook/incident"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/store"
@@ -183,13 +184,16 @@ func (h *Changes) Create(c echo.Context) error {
 		return badParam("action", "the current diagnosis has no action %q", truncate(actionID, 64))
 	}
 	scope := p.Incident.Scope
+	// The document is written in the language of the person asking for
+	// it, as a ticket they file would be.
+	lang := i18n.From(ctx).Code()
 	current := h.Current(ctx, scope)
 	if v := strings.TrimSpace(c.FormValue("current")); v != "" && act.Knob != "" {
 		current[act.Knob] = v
 	}
 	var prop *change.Proposal
 	if act.Knob != "" {
-		pr, err := change.Propose(*act, current, p.Incident.Snapshot.Current, c.FormValue("value"))
+		pr, err := change.ProposeIn(lang, *act, current, p.Incident.Snapshot.Current, c.FormValue("value"))
 		switch {
 		case errors.Is(err, change.ErrNeedCurrent):
 			return badParam("current", "Casebook does not know the current %s; enter it in the form", act.Knob)
@@ -217,13 +221,13 @@ func (h *Changes) Create(c echo.Context) error {
 		if act.Knob == "tensor_parallel_size" && prop != nil {
 			tp, _ = strconv.Atoi(prop.Proposed)
 		}
-		cp := change.CheckCapacity(gpus, h.d.CapacityWindow, tp)
+		cp := change.CheckCapacityIn(lang, gpus, h.d.CapacityWindow, tp)
 		capacity = &cp
 	}
 	req, err := change.Build(change.BuildInput{
 		IncidentID: id, IncidentURL: h.baseURL(c) + route.URL(route.IncidentShow, id), Title: p.Incident.Title, Scope: scope,
 		Diagnosis: d, Action: *act, Proposal: prop, Schedule: h.d.Schedule, Capacity: capacity, Chart: h.d.HelmChart,
-		By: strings.TrimSpace(c.FormValue("by")), Now: h.d.Now(),
+		By: strings.TrimSpace(c.FormValue("by")), Now: h.d.Now(), Lang: lang,
 	})
 	if err != nil {
 		return err
@@ -295,12 +299,12 @@ func (h *Changes) Show(c echo.Context) error {
 	if ch, err = h.Jobs.Measure(ctx, p.Incident.Scope, ch); err != nil {
 		h.d.Logger.WarnContext(ctx, "changes: outcome", "change", ch.ID, "err", err)
 	}
-	return render(c, http.StatusOK, views.ChangePage(h.changeView(p.Incident, ch)))
+	return render(c, http.StatusOK, views.ChangePage(h.changeView(ctx, p.Incident, ch)))
 }
 
 func changeError(err error) error {
 	if errors.Is(err, store.ErrNotFound) {
-		return echo.NewHTTPError(http.StatusNotFound, "This incident has no such change request.").SetInternal(err)
+		return HTTPError(http.StatusNotFound, "error.no_change").SetInternal(err)
 	}
 	return archiveError(err, "cid")
 }

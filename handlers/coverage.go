@@ -2,11 +2,11 @@ package handlers
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/telemetry"
 	"github.com/casebook/casebook/views"
@@ -32,39 +32,39 @@ func (d *Deps) coverageView(ctx context.Context, scope metrics.Scope) *views.Cov
 		d.Logger.WarnContext(ctx, "coverage unavailable", "scope", scope.String(), "err", err)
 		return nil
 	}
-	return CoverageView(c)
+	return CoverageView(ctx, c)
 }
 
-// CoverageView shapes a coverage report for the pages.
-func CoverageView(c telemetry.Coverage) *views.CoverageView {
-	v := &views.CoverageView{Join: c.Join.Summary(), JoinOK: c.GPUsJoined && c.Join.InstanceLabel != ""}
+// CoverageView shapes a coverage report for the pages, in ctx's
+// language; the source's own reasons (why a series is missing, an
+// engine's problem) are shown as the source words them.
+func CoverageView(ctx context.Context, c telemetry.Coverage) *views.CoverageView {
+	l := i18n.From(ctx)
+	v := &views.CoverageView{Join: joinSummary(l, c.Join), JoinOK: c.GPUsJoined && c.Join.InstanceLabel != ""}
 	if c.Scope.Model == "" {
 		v.JoinOK = c.Join.OK()
 	} else if !v.JoinOK {
-		v.Join = fmt.Sprintf("the GPU series of %s did not join its engine. %s", c.Scope, c.Join.Summary())
+		v.Join = l.T("coverage.scope_unjoined", c.Scope.String(), v.Join)
 	}
 	if c.Join.InstanceLabel != "" {
-		v.JoinLabels = c.Join.InstanceLabel
-		if c.Join.NamespaceLabel != "" {
-			v.JoinLabels += " and " + c.Join.NamespaceLabel
-		}
+		v.JoinLabels = joinLabels(l, c.Join)
 		if c.Join.Detected {
-			v.JoinLabels += " (detected)"
+			v.JoinLabels = l.T("coverage.labels_detected", v.JoinLabels)
 		} else {
-			v.JoinLabels += " (configured)"
+			v.JoinLabels = l.T("coverage.labels_configured", v.JoinLabels)
 		}
 	}
 	for inst, n := range c.Join.Joined {
 		v.Joined = append(v.Joined, views.JoinRow{Instance: inst, GPUs: n})
 	}
 	sort.Slice(v.Joined, func(i, j int) bool { return v.Joined[i].Instance < v.Joined[j].Instance })
-	v.Engine, v.EngineHow, v.EngineProblem = engineWords(c.Engine)
+	v.Engine, v.EngineHow, v.EngineProblem = engineWords(l, c.Engine)
 	for _, se := range c.Engines {
-		name, how, problem := engineWords(se.Engine)
+		name, how, problem := engineWords(l, se.Engine)
 		v.Engines = append(v.Engines, views.EngineRow{Scope: se.Scope.String(), Engine: name, How: how, Problem: problem})
 	}
 	for _, r := range c.Resolutions {
-		row := views.CoverageRow{Metric: r.ID, Label: views.MetricLabel(r.ID)}
+		row := views.CoverageRow{Metric: r.ID, Label: views.MetricLabelIn(ctx, r.ID)}
 		if r.OK {
 			row.Series, row.Note = strings.Join(r.Using, " + "), r.Note
 			v.Resolved = append(v.Resolved, row)
@@ -73,7 +73,7 @@ func CoverageView(c telemetry.Coverage) *views.CoverageView {
 		row.Series, row.Note = strings.Join(r.Missing, " + "), r.Why
 		v.Missing = append(v.Missing, row)
 	}
-	v.Profiling = profilingSentence(c)
+	v.Profiling = profilingSentence(ctx, c)
 	var missing []string
 	for _, r := range c.Missing() {
 		missing = append(missing, r.ID)
@@ -81,26 +81,26 @@ func CoverageView(c telemetry.Coverage) *views.CoverageView {
 	for _, g := range diagnose.Gaps(missing) {
 		labels := make([]string, len(g.Missing))
 		for i, id := range g.Missing {
-			labels[i] = views.MetricLabel(id)
+			labels[i] = views.MetricLabelIn(ctx, id)
 		}
-		v.Gaps = append(v.Gaps, views.GapRow{Cause: g.Cause, Title: views.CauseTitle(g.Cause), Metrics: strings.Join(labels, ", ")})
+		v.Gaps = append(v.Gaps, views.GapRow{Cause: g.Cause, Title: views.CauseTitleIn(ctx, g.Cause), Metrics: strings.Join(labels, l.T("list.sep"))})
 	}
 	return v
 }
 
 // engineWords names a scope's engine, how it was decided and what is
 // wrong with it; all empty for the whole source.
-func engineWords(es telemetry.EngineStatus) (name, how, problem string) {
+func engineWords(l *i18n.Locale, es telemetry.EngineStatus) (name, how, problem string) {
 	if es.Engine == "" && es.Problem == "" {
 		return "", "", ""
 	}
 	name, problem = es.Name(), es.Problem
 	switch {
 	case es.Overridden:
-		how = "set per target"
+		how = l.T("coverage.engine_set")
 	case es.Engine != "":
 		if spec, ok := metrics.LookupEngine(es.Engine); ok {
-			how = "detected from its " + strings.Join(spec.Prefixes, " and ") + " series"
+			how = l.T("coverage.engine_detected", joinWords(l, spec.Prefixes))
 		}
 	}
 	return name, how, problem
@@ -109,31 +109,52 @@ func engineWords(es telemetry.EngineStatus) (name, how, problem string) {
 // profilingSentence says, when the GPUs report no DCGM profiling field
 // (dcgm-exporter's default counter file), which metrics that leaves out
 // and what SM activity is read from instead; empty otherwise.
-func profilingSentence(c telemetry.Coverage) string {
+func profilingSentence(ctx context.Context, c telemetry.Coverage) string {
 	var absent []string
 	for _, r := range c.Missing() {
 		// Missing for that reason, not because the GPUs did not join.
 		if len(r.Missing) > 0 && strings.HasPrefix(r.Missing[0], "DCGM_FI_PROF_") && strings.Contains(r.Why, "default-counters.csv") {
-			absent = append(absent, views.MetricLabel(r.ID))
+			absent = append(absent, views.MetricLabelIn(ctx, r.ID))
 		}
 	}
 	if len(absent) == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("DCGM profiling fields (DCGM_FI_PROF_*) are absent: the GPUs' dcgm-exporter runs its default counter file (default-counters.csv), so %s %s missing.",
-		joinWords(absent), map[bool]string{true: "is", false: "are"}[len(absent) == 1])
+	l := i18n.From(ctx)
+	s := l.T("coverage.no_profiling", len(absent), joinWords(l, absent))
 	for _, r := range c.Resolved() {
 		if r.ID == metrics.SMUtil && len(r.Using) > 0 && !strings.HasPrefix(r.Using[0], "DCGM_FI_PROF_") {
-			s += fmt.Sprintf(" %s is read from %s, the share of time a kernel ran, not how many SMs it kept busy.", views.MetricLabel(r.ID), r.Using[0])
+			s += l.T("coverage.sm_from", views.MetricLabelIn(ctx, r.ID), r.Using[0])
 		}
 	}
 	return s
 }
 
-// joinWords joins "a", "b" and "c" as "a, b and c".
-func joinWords(w []string) string {
+// joinWords joins "a", "b" and "c" as "a, b and c" ("a、b 和 c").
+func joinWords(l *i18n.Locale, w []string) string {
 	if len(w) < 2 {
 		return strings.Join(w, "")
 	}
-	return strings.Join(w[:len(w)-1], ", ") + " and " + w[len(w)-1]
+	return l.T("words.and", strings.Join(w[:len(w)-1], l.T("list.sep")), w[len(w)-1])
+}
+
+// joinLabels names the GPU labels of a join: "exported_pod and
+// exported_namespace".
+func joinLabels(l *i18n.Locale, j telemetry.GPUJoin) string {
+	if j.NamespaceLabel == "" {
+		return j.InstanceLabel
+	}
+	return l.T("words.and", j.InstanceLabel, j.NamespaceLabel)
+}
+
+// joinSummary is telemetry's GPUJoin.Summary in l's language; Why, the
+// reason nothing joined, stays in the source's words.
+func joinSummary(l *i18n.Locale, j telemetry.GPUJoin) string {
+	switch {
+	case j.InstanceLabel == "":
+		return l.T("coverage.join_none", j.Why)
+	case len(j.Unjoined) > 0:
+		return l.T("coverage.join_some", joinLabels(l, j), len(j.Unjoined), strings.Join(j.Unjoined, ", "))
+	}
+	return l.T("coverage.join_all", joinLabels(l, j))
 }

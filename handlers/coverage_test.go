@@ -86,6 +86,21 @@ func TestCoverageOnStorageAndScopePages(t *testing.T) {
 		}
 	}
 
+	// In Chinese the page's own sentences are Chinese; the source's
+	// reasons (why a series is missing) stay in its words.
+	body := f.do(t, http.MethodGet, "/storage?lang=zh-CN", nil, nil).body
+	for _, want := range []string{"exported_pod 和 exported_namespace（自动识别）", "有 1 个引擎实例没有 GPU 序列：serving/llama-70b-1",
+		"缺少 DCGM profiling 字段", "SM 活跃 改为读取 DCGM_FI_DEV_GPU_UTIL"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("Chinese storage page lacks %q", want)
+		}
+	}
+	for _, not := range []string{"(detected)", "are missing", "is read from"} {
+		if strings.Contains(body, not) {
+			t.Errorf("Chinese storage page shows %q", not)
+		}
+	}
+
 	// A source that cannot answer leaves the pages as they were.
 	f = newFixture(t, tel, func(o *web.Options) { o.Telemetry = coverageTelemetry{Telemetry: tel, err: errors.New("down")} })
 	res = f.do(t, http.MethodGet, "/storage", nil, nil)

@@ -58,7 +58,7 @@ func (h *Diagnoses) Create(c echo.Context) error {
 	diag := h.d.Diagnoser.Diagnose(snap)
 	back := views.ScopePath(scope, views.RangeQuery("", at.Add(-time.Hour), at))
 	vm := views.DiagnosisView{
-		Layout:   h.d.layout("Diagnosis of "+scope.String(), ""),
+		Layout:   h.d.layout(i18n.T(c.Request().Context(), "diagnosis.of", scope.String()), ""),
 		Scope:    scope,
 		At:       snap.At,
 		BackHref: back,

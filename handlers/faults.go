@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/views"
@@ -41,7 +42,7 @@ func (h *Faults) List(c echo.Context) error {
 	if err != nil {
 		return fmt.Errorf("faults: list scopes: %w", err)
 	}
-	vm := views.FaultsView{Layout: h.d.layout("Fault injection", views.NavFaults), Now: h.d.Now()}
+	vm := views.FaultsView{Layout: h.d.layout(i18n.T(ctx, "nav.faults"), views.NavFaults), Now: h.d.Now()}
 	for _, id := range metrics.FaultCauses() {
 		vm.Causes = append(vm.Causes, views.FaultCauseOption{ID: id, Title: views.CauseTitle(id)})
 	}
@@ -49,9 +50,9 @@ func (h *Faults) List(c echo.Context) error {
 		vm.Scopes = append(vm.Scopes, s.String())
 	}
 	for _, f := range fi.Faults() {
-		until := "until cleared"
+		until := i18n.T(ctx, "faults.until_cleared")
 		if f.Duration > 0 {
-			until = views.FormatTime(f.Start.Add(f.Duration))
+			until = i18n.From(ctx).Time(f.Start.Add(f.Duration))
 		}
 		vm.Active = append(vm.Active, views.FaultRow{
 			Cause: f.Cause, Scope: f.Scope.String(), Severity: strconv.FormatFloat(f.Severity, 'f', 2, 64),
@@ -60,9 +61,9 @@ func (h *Faults) List(c echo.Context) error {
 	}
 	switch {
 	case c.QueryParam("injected") != "":
-		vm.Flash = "Fault " + c.QueryParam("injected") + " injected. It shows on the live view within a scrape or two."
+		vm.Flash = i18n.T(ctx, "faults.injected", views.CauseTitleIn(ctx, c.QueryParam("injected")))
 	case c.QueryParam("cleared") != "":
-		vm.Flash = "All faults cleared."
+		vm.Flash = i18n.T(ctx, "faults.cleared")
 	}
 	return render(c, http.StatusOK, views.FaultsPage(vm))
 }

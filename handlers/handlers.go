@@ -181,7 +181,7 @@ func (lo *Layout) Page(title, nav string) views.LayoutView {
 	now := lo.now()
 	for _, st := range lo.stores {
 		if err := st.WriteError(); err != nil {
-			l.Banners = append(l.Banners, views.Banner{Status: views.StatusCritical, Text: "Writes are refused: " + err.Error(), Now: now})
+			l.Banners = append(l.Banners, views.Banner{Status: views.StatusCritical, Msg: "banner.writes_refused", Args: []any{err.Error()}, Now: now})
 		}
 	}
 	if lo.status == nil {
@@ -191,11 +191,11 @@ func (lo *Layout) Page(title, nav string) views.LayoutView {
 		if s.OK {
 			continue
 		}
-		msg := "Data source " + s.Name + " is failing"
+		b := views.Banner{Status: views.StatusCritical, Msg: "banner.source_failing", Args: []any{s.Name}, Since: s.Since, Now: now}
 		if s.Err != "" {
-			msg += ": " + s.Err
+			b.Msg, b.Args = "banner.source_failing_err", []any{s.Name, s.Err}
 		}
-		l.Banners = append(l.Banners, views.Banner{Status: views.StatusCritical, Text: msg, Since: s.Since, Now: now})
+		l.Banners = append(l.Banners, b)
 	}
 	return l
 }

@@ -48,9 +48,10 @@ func changesMarkdown(ctx context.Context, cs []store.Change) string {
 	b.WriteString("## " + i18n.T(ctx, "pm.changes") + "\n\n")
 	for _, ch := range cs {
 		r := changeRow(ch)
-		fmt.Fprintf(&b, "- %s %s: %s, webhook %s", mdTime(ch.CreatedAt), mdEscape(r.Title), views.StatusWord(string(ch.Status)), ch.Delivery)
+		fmt.Fprintf(&b, "- %s %s: %s", mdTime(ch.CreatedAt), mdEscape(r.Title),
+			i18n.T(ctx, "pm.change_line", views.StatusWordIn(ctx, string(ch.Status)), deliveryWord(ctx, ch.Delivery)))
 		if ch.Verdict != "" {
-			fmt.Fprintf(&b, ", outcome: %s", views.StatusWord(ch.Verdict))
+			fmt.Fprint(&b, i18n.T(ctx, "pm.change_outcome", views.StatusWordIn(ctx, ch.Verdict)))
 		}
 		fmt.Fprintf(&b, " (%s)\n", r.Link)
 	}
@@ -234,4 +235,19 @@ func writeActions(ctx context.Context, b *strings.Builder, d diagnose.Diagnosis)
 		}
 	}
 	b.WriteString("\n")
+}
+
+// deliveryWord names a webhook delivery state in the request's language.
+func deliveryWord(ctx context.Context, d string) string {
+	switch d {
+	case store.DeliveryPending:
+		return i18n.T(ctx, "delivery.pending")
+	case store.DeliveryDelivered:
+		return i18n.T(ctx, "delivery.delivered")
+	case store.DeliveryFailed:
+		return i18n.T(ctx, "delivery.failed")
+	case store.DeliveryNone:
+		return i18n.T(ctx, "delivery.none")
+	}
+	return d
 }

@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 
@@ -23,7 +24,7 @@ func parseListFilter(q url.Values) (store.ListFilter, views.IncidentFilters, err
 	f := store.ListFilter{Query: vf.Q, Model: vf.Model, Instance: vf.Instance, Cause: vf.Cause,
 		Verdict: store.VerdictFilter(vf.Verdict), Severity: vf.Severity}
 	if len(f.Query) > store.MaxQueryBytes {
-		return f, vf, badParam("q", "is longer than %d bytes", store.MaxQueryBytes)
+		return f, vf, paramError("q", "param.too_long", strconv.Itoa(store.MaxQueryBytes))
 	}
 	for _, p := range []struct{ name, v string }{{"model", f.Model}, {"instance", f.Instance}, {"cause", f.Cause}, {"severity", f.Severity}} {
 		if p.v != "" {
@@ -35,7 +36,7 @@ func parseListFilter(q url.Values) (store.ListFilter, views.IncidentFilters, err
 	switch f.Verdict {
 	case store.VerdictAny, store.VerdictUnreviewed, store.VerdictIsCorrect, store.VerdictIsWrong:
 	default:
-		return f, vf, badParam("verdict", "%q is not unreviewed, correct or wrong", truncate(vf.Verdict, 32))
+		return f, vf, paramError("verdict", "param.verdict", strconv.Quote(truncate(vf.Verdict, 32)))
 	}
 	var err error
 	if vf.From != "" {
@@ -49,10 +50,10 @@ func parseListFilter(q url.Values) (store.ListFilter, views.IncidentFilters, err
 		}
 	}
 	if !f.From.IsZero() && !f.To.IsZero() && f.From.After(f.To) {
-		return f, vf, badParam("from", "%s is after to (%s)", vf.From, vf.To)
+		return f, vf, paramError("from", "param.from_after_to", vf.From, vf.To)
 	}
 	if f.After, err = store.ParseCursor(q.Get("after")); err != nil {
-		return f, vf, badParam("after", "is not a page cursor from this list")
+		return f, vf, paramError("after", "param.cursor")
 	}
 	if l := q.Get("limit"); l != "" {
 		n := 0

@@ -109,10 +109,9 @@ func causeOptions(cs []store.Cause) []views.CauseOption {
 	return out
 }
 
-func triggerText(inc store.Incident) string { return triggerTextIn(context.Background(), inc) }
-
-// triggerTextIn is triggerText in the request's language; the readings
-// of the detector's bands and lost alerts stay in English.
+// triggerTextIn says what opened the incident, in the request's language:
+// the alert's name, the bands the detector's metrics left, or the manual
+// "diagnose now".
 func triggerTextIn(ctx context.Context, inc store.Incident) string {
 	detail, _ := incident.DecodeTriggerDetail(inc.TriggerDetail) // an unreadable detail names the trigger only
 	switch inc.Trigger {
@@ -121,9 +120,9 @@ func triggerTextIn(ctx context.Context, inc store.Incident) string {
 		if detail.AlertName != "" {
 			text += " " + detail.AlertName
 		}
-		return text + lostAlertsText(detail)
+		return text + lostAlertsText(ctx, detail)
 	case store.TriggerDetector:
-		if left := bandsLeft(detail.Bands); left != "" {
+		if left := bandsLeft(ctx, detail.Bands); left != "" {
 			return i18n.T(ctx, "trigger.detector_bands", left)
 		}
 		if detail.Metric != "" {
@@ -138,42 +137,42 @@ func triggerTextIn(ctx context.Context, inc store.Incident) string {
 // lostAlertsText says how many alerts of the incident's webhook message
 // opened nothing: dropped past the per-message limit, or truncated by
 // Alertmanager's max_alerts; "" when none were.
-func lostAlertsText(detail incident.TriggerDetail) string {
+func lostAlertsText(ctx context.Context, detail incident.TriggerDetail) string {
 	var parts []string
 	if detail.DroppedAlerts > 0 {
-		parts = append(parts, fmt.Sprintf("%d alerts of its group were past Casebook's limit of %d per message and opened no incident", detail.DroppedAlerts, incident.MaxAlertsPerMessage))
+		parts = append(parts, i18n.T(ctx, "trigger.dropped_alerts", strconv.Itoa(detail.DroppedAlerts), strconv.Itoa(incident.MaxAlertsPerMessage)))
 	}
 	if detail.TruncatedAlerts > 0 {
-		parts = append(parts, fmt.Sprintf("Alertmanager left %d more out of the message (max_alerts)", detail.TruncatedAlerts))
+		parts = append(parts, i18n.T(ctx, "trigger.truncated_alerts", strconv.Itoa(detail.TruncatedAlerts)))
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return " (" + strings.Join(parts, "; ") + ")"
+	return i18n.T(ctx, "trigger.lost", strings.Join(parts, i18n.T(ctx, "trigger.sep")))
 }
 
 // bandsLeft says which forecast bands a detector incident's metrics left
 // and by how much; "" when it lists none of the catalog's metrics.
-func bandsLeft(bands []incident.BandExit) string {
+func bandsLeft(ctx context.Context, bands []incident.BandExit) string {
 	var parts []string
 	for _, m := range bands {
 		if _, ok := metrics.Lookup(m.Metric); !ok {
 			continue
 		}
-		side := "above"
+		key := "trigger.band_above"
 		if m.Value < m.Lower {
-			side = "below"
+			key = "trigger.band_below"
 		}
-		part := fmt.Sprintf("%s %s, %s its band %s..%s by %s",
-			views.MetricLabel(m.Metric), views.FormatValue(m.Metric, m.Value), side,
+		part := i18n.T(ctx, key,
+			views.MetricLabelIn(ctx, m.Metric), views.FormatValue(m.Metric, m.Value),
 			views.FormatValue(m.Metric, m.Lower), views.FormatValue(m.Metric, m.Upper),
 			views.FormatValue(m.Metric, m.Outside))
 		if m.OutsideSE > 0 { // 0: the series had no spread to measure it by
-			part += fmt.Sprintf(" (%.1f standard errors)", m.OutsideSE)
+			part += i18n.T(ctx, "trigger.band_se", fmt.Sprintf("%.1f", m.OutsideSE))
 		}
 		parts = append(parts, part)
 	}
-	return strings.Join(parts, "; ")
+	return strings.Join(parts, i18n.T(ctx, "trigger.sep"))
 }
 
 func (h *Incidents) buildView(ctx context.Context, p store.Page, shares []store.ShareLink, readOnly bool) views.IncidentView {
@@ -371,7 +370,7 @@ func (h *Incidents) Share(c echo.Context) error {
 	}
 	ttl, ok := shareTTLs[c.FormValue("ttl")]
 	if !ok {
-		return badParam("ttl", "choose 24h, 168h or 720h")
+		return paramError("ttl", "param.ttl")
 	}
 	now := h.d.Now()
 	link, err := h.d.Archive.CreateShare(ctx, id, author(c, c.FormValue("by")), now, now.Add(ttl))
@@ -399,7 +398,7 @@ func (h *Incidents) Revoke(c echo.Context) error {
 	}
 	var sid int64
 	if _, err := fmt.Sscan(c.Param("share"), &sid); err != nil || sid <= 0 {
-		return badParam("share", "is not a share link number")
+		return paramError("share", "param.share_number")
 	}
 	if err := h.d.Archive.RevokeShare(c.Request().Context(), id, sid, h.d.Now()); err != nil {
 		return archiveError(err, "share")
@@ -415,7 +414,7 @@ func (h *Incidents) addChanges(ctx context.Context, v *views.IncidentView, inc s
 		h.d.Logger.WarnContext(ctx, "incidents: change requests", "incident", inc.ID, "err", err)
 	}
 	v.Changes = ChangeRows(cs)
-	v.Timeline = append(v.Timeline, changeTimeline(cs)...)
+	v.Timeline = append(v.Timeline, changeTimeline(ctx, cs)...)
 	sort.SliceStable(v.Timeline, func(i, j int) bool { return v.Timeline[i].At.Before(v.Timeline[j].At) })
 	if !readOnly {
 		v.Current.ChangeURL = route.URL(route.ChangeCreate, inc.ID)

@@ -25,7 +25,7 @@ import (
 // the share link's picture is public to whoever holds the link.
 func (h *Incidents) Preview(c echo.Context) error {
 	if !consoleReader(c) {
-		return echo.NewHTTPError(http.StatusForbidden, "the preview of an incident is shown only inside the console; share the incident for a link that unfurls elsewhere")
+		return HTTPError(http.StatusForbidden, "error.preview_inside")
 	}
 	id, err := incidentID(c)
 	if err != nil {

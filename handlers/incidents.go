@@ -147,7 +147,7 @@ func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 func incidentID(c echo.Context) (int64, error) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return 0, badParam("id", "%q is not an incident number", truncate(c.Param("id"), 32))
+		return 0, paramError("id", "param.incident_number", strconv.Quote(truncate(c.Param("id"), 32)))
 	}
 	return id, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/internal/route"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/views"
@@ -50,7 +51,7 @@ func (h *Overview) Show(c echo.Context) error {
 		return err
 	}
 	vm := views.OverviewView{
-		Layout:    h.d.layout("Overview", views.NavOverview),
+		Layout:    h.d.layout(i18n.T(ctx, "nav.overview"), views.NavOverview),
 		Generated: now,
 		Filter:    filter,
 		Counts:    map[views.Status]int{},
@@ -63,7 +64,7 @@ func (h *Overview) Show(c echo.Context) error {
 		// say what is wrong instead of failing the page.
 		h.d.Logger.ErrorContext(ctx, "overview: read the fleet", "err", err)
 		vm.Layout.Banners = append(vm.Layout.Banners, views.Banner{
-			Status: views.StatusCritical, Text: "Cannot read the models from the metric source: " + err.Error(), Now: now,
+			Status: views.StatusCritical, Msg: "overview.fleet_failed", Args: []any{err.Error()}, Now: now,
 		})
 		return render(c, http.StatusOK, views.OverviewPage(vm))
 	}
@@ -98,20 +99,20 @@ func (h *Overview) Show(c echo.Context) error {
 func parseOverviewParams(c echo.Context) (views.OverviewFilter, int, error) {
 	f := views.OverviewFilter{Q: strings.TrimSpace(c.QueryParam("q")), Status: c.QueryParam("status")}
 	if len(f.Q) > metrics.MaxNameLength {
-		return f, 0, badParam("q", "is longer than %d bytes", metrics.MaxNameLength)
+		return f, 0, paramError("q", "param.too_long", strconv.Itoa(metrics.MaxNameLength))
 	}
 	if f.Status != "" && statusFilter(f.Status) < 0 {
 		var vals []string
 		for _, s := range views.StatusFilters {
 			vals = append(vals, s.Value)
 		}
-		return f, 0, badParam("status", "must be one of %s", strings.Join(vals, ", "))
+		return f, 0, paramError("status", "param.one_of", strings.Join(vals, ", "))
 	}
 	page := 1
 	if raw := c.QueryParam("page"); raw != "" {
 		n, err := strconv.Atoi(raw)
 		if err != nil || n < 1 {
-			return f, 0, badParam("page", "must be a page number from 1")
+			return f, 0, paramError("page", "param.page")
 		}
 		page = n
 	}
@@ -327,7 +328,7 @@ func (d *Deps) scopeRows(ctx context.Context, scopes []metrics.Scope, now time.T
 			defer func() {
 				if p := recover(); p != nil {
 					d.Logger.ErrorContext(ctx, "overview: snapshot panicked", "scope", s.String(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-					rows[i] = views.ScopeRow{Scope: s, Href: views.ScopePath(s, nil), Err: "could not read metrics (internal error)"}
+					rows[i] = views.ScopeRow{Scope: s, Href: views.ScopePath(s, nil), Err: "internal error"}
 				}
 			}()
 			rows[i], worst[i] = d.row(ctx, s, now)
@@ -362,7 +363,7 @@ func (d *Deps) row(ctx context.Context, s metrics.Scope, now time.Time) (views.S
 	snap, err := d.snapshot(ctx, s, now)
 	if err != nil {
 		d.Logger.WarnContext(ctx, "overview: snapshot failed", "scope", s.String(), "err", err)
-		r := views.ScopeRow{Scope: s, Href: views.ScopePath(s, nil), Err: "could not read metrics: " + err.Error()}
+		r := views.ScopeRow{Scope: s, Href: views.ScopePath(s, nil), Err: err.Error()}
 		for _, dim := range metrics.Dimensions {
 			r.Dims = append(r.Dims, views.DimCell{Title: views.DimensionTitle(dim)})
 		}
@@ -441,15 +442,13 @@ func (d *Deps) classify(snap metrics.Snapshot) classified {
 		r.Status = views.Worse(r.Status, scopeImpact(dim, r.Dims[i].Status, felt))
 	}
 	sort.Slice(anomalies, func(i, j int) bool { return math.Abs(anomalies[i].z) > math.Abs(anomalies[j].z) })
-	var parts []string
 	for i, a := range anomalies {
 		if i == 3 {
-			parts = append(parts, fmt.Sprintf("+%d more", len(anomalies)-3))
+			r.More = len(anomalies) - 3
 			break
 		}
-		parts = append(parts, views.MetricLabel(a.id)+" "+views.FormatZ(a.z))
+		r.Worst = append(r.Worst, views.Deviation{Metric: a.id, Z: a.z})
 	}
-	r.Summary = strings.Join(parts, " · ")
 	if len(anomalies) > 0 {
 		c.worst = math.Abs(anomalies[0].z)
 	}

@@ -67,7 +67,7 @@ func TestQuietClusterRaisesNoWarning(t *testing.T) {
 						for _, c := range r.Dims {
 							dims = append(dims, c.Title+" "+c.Status.Word())
 						}
-						t.Errorf("%s at -%d min: %s (%s): %s%s", r.Scope, m, r.Status.Word(), strings.Join(dims, ", "), r.Summary, flaggedValues(ctx, tel, r.Scope, at))
+						t.Errorf("%s at -%d min: %s (%s): %s%s", r.Scope, m, r.Status.Word(), strings.Join(dims, ", "), r.SummaryIn(ctx), flaggedValues(ctx, tel, r.Scope, at))
 					}
 				}
 			}

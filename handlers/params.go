@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -11,6 +12,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/labstack/echo/v4"
+
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/views"
 )
@@ -19,8 +23,20 @@ import (
 // the parameter and says why it was rejected.
 type ParamError struct {
 	Param  string // e.g. "range", "from", "model"
-	Reason string
-	Status int // 400 unless set
+	Reason string // in English, for logs
+	Status int    // 400 unless set
+	// Key and Args, when Key is set, print the reason from the catalogs
+	// in the reader's language (ReasonIn).
+	Key  string
+	Args []any
+}
+
+// ReasonIn is the reason in ctx's language.
+func (e *ParamError) ReasonIn(ctx context.Context) string {
+	if e.Key == "" {
+		return e.Reason
+	}
+	return i18n.T(ctx, e.Key, e.Args...)
 }
 
 // Error implements error.
@@ -38,6 +54,33 @@ func (e *ParamError) Code() int {
 
 func badParam(param, format string, args ...any) *ParamError {
 	return &ParamError{Param: param, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Message is an HTTP error's message printed from the catalogs in the
+// reader's language: set it as an echo.HTTPError's Message (HTTPError)
+// and the error handler prints it with ReasonIn's language; String is the
+// English text, for logs.
+type Message struct {
+	Key  string
+	Args []any
+}
+
+// String is the message in English.
+func (m Message) String() string { return i18n.New(i18n.English).T(m.Key, m.Args...) }
+
+// In is the message in ctx's language.
+func (m Message) In(ctx context.Context) string { return i18n.T(ctx, m.Key, m.Args...) }
+
+// HTTPError is an echo.HTTPError whose message is the catalog key printed
+// with args in the reader's language.
+func HTTPError(code int, key string, args ...any) *echo.HTTPError {
+	return echo.NewHTTPError(code, Message{Key: key, Args: args})
+}
+
+// paramError is a bad parameter whose reason is the catalog message key
+// printed with args (strings: the catalogs group numbers by language).
+func paramError(param, key string, args ...any) *ParamError {
+	return &ParamError{Param: param, Reason: i18n.New(i18n.English).T(key, args...), Key: key, Args: args}
 }
 
 // Window limits.
@@ -66,7 +109,7 @@ func (w TimeWindow) Range() metrics.Range {
 func ParseWindow(q url.Values, now time.Time) (TimeWindow, error) {
 	preset, from, to := q.Get("range"), q.Get("from"), q.Get("to")
 	if preset != "" && (from != "" || to != "") {
-		return TimeWindow{}, badParam("range", "use either range or from/to, not both")
+		return TimeWindow{}, paramError("range", "param.range_both")
 	}
 	now = now.UTC().Truncate(time.Second)
 	var w TimeWindow
@@ -74,7 +117,7 @@ func ParseWindow(q url.Values, now time.Time) (TimeWindow, error) {
 	case preset != "":
 		d, ok := views.RangePresetWindow(preset)
 		if !ok {
-			return TimeWindow{}, badParam("range", "%q is not a preset; use one of %s", preset, strings.Join(views.RangePresetNames(), ", "))
+			return TimeWindow{}, paramError("range", "param.range_preset", strconv.Quote(preset), strings.Join(views.RangePresetNames(), ", "))
 		}
 		w = TimeWindow{Preset: preset, From: now.Add(-d), To: now}
 	case from == "" && to == "":
@@ -97,15 +140,15 @@ func ParseWindow(q url.Values, now time.Time) (TimeWindow, error) {
 			w.From = t
 		}
 		if !w.From.Before(w.To) {
-			return TimeWindow{}, badParam("from", "must be before to (%s)", w.To.Format(time.RFC3339))
+			return TimeWindow{}, paramError("from", "param.from_before_to", w.To.Format(time.RFC3339))
 		}
 	}
 	span := w.To.Sub(w.From)
 	switch {
 	case span > MaxWindow:
-		return TimeWindow{}, badParam("from", "the window is %s long; the longest is 31 days", span.Round(time.Hour))
+		return TimeWindow{}, paramError("from", "param.window_long", span.Round(time.Hour).String())
 	case span < MinWindow:
-		return TimeWindow{}, badParam("from", "the window is %s long; the shortest is one minute", span)
+		return TimeWindow{}, paramError("from", "param.window_short", span.String())
 	}
 	w.Step = StepFor(span)
 	return w, nil
@@ -152,13 +195,13 @@ func parseTime(s string) (time.Time, error) {
 func checkName(param, s string) error {
 	switch {
 	case s == "":
-		return badParam(param, "is empty")
+		return paramError(param, "param.empty")
 	case len(s) > metrics.MaxNameLength:
-		return badParam(param, "is longer than %d bytes", metrics.MaxNameLength)
+		return paramError(param, "param.too_long", strconv.Itoa(metrics.MaxNameLength))
 	case !utf8.ValidString(s):
-		return badParam(param, "is not valid UTF-8")
+		return paramError(param, "param.not_utf8")
 	case strings.IndexFunc(s, unicode.IsControl) >= 0:
-		return badParam(param, "contains control characters")
+		return paramError(param, "param.control")
 	}
 	return nil
 }

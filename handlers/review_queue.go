@@ -3,6 +3,7 @@ package handlers
 import (
 	"github.com/casebook/casebook/internal/route"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,7 +28,7 @@ func (h *Incidents) Queue(c echo.Context) error {
 	model, cause := strings.TrimSpace(c.QueryParam("model")), strings.TrimSpace(c.QueryParam("cause"))
 	for name, v := range map[string]string{"model": model, "cause": cause} {
 		if len(v) > store.MaxNameBytes {
-			return badParam(name, "is longer than %d bytes", store.MaxNameBytes)
+			return paramError(name, "param.too_long", strconv.Itoa(store.MaxNameBytes))
 		}
 	}
 	now := h.d.Now()

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -71,7 +72,7 @@ var waterfallIDs = []string{
 func resolveScope(ctx context.Context, t Telemetry, c echo.Context) (metrics.Scope, []metrics.Scope, error) {
 	model, err := url.PathUnescape(c.Param("model"))
 	if err != nil {
-		return metrics.Scope{}, nil, badParam("model", "is not a valid path segment")
+		return metrics.Scope{}, nil, paramError("model", "param.segment")
 	}
 	s := metrics.Scope{Model: model}
 	if err := checkName("model", s.Model); err != nil {
@@ -80,7 +81,7 @@ func resolveScope(ctx context.Context, t Telemetry, c echo.Context) (metrics.Sco
 	if raw := c.Param("instance"); raw != "" {
 		inst, err := url.PathUnescape(raw)
 		if err != nil {
-			return s, nil, badParam("instance", "is not a valid path segment")
+			return s, nil, paramError("instance", "param.segment")
 		}
 		s.Instance = inst
 		if err := checkName("instance", s.Instance); err != nil {
@@ -102,9 +103,9 @@ func resolveScope(ctx context.Context, t Telemetry, c echo.Context) (metrics.Sco
 	}
 	switch {
 	case !modelKnown:
-		return s, nil, badParam("model", "no model named %q has reported metrics", s.Model)
+		return s, nil, paramError("model", "param.no_model", strconv.Quote(s.Model))
 	case !scopeKnown:
-		return s, nil, badParam("instance", "model %q has no instance named %q", s.Model, s.Instance)
+		return s, nil, paramError("instance", "param.no_instance", strconv.Quote(s.Model), strconv.Quote(s.Instance))
 	}
 	return s, all, nil
 }
@@ -229,7 +230,7 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 	for _, id := range waterfallIDs {
 		means[id] = mean(byID[id])
 	}
-	vm.Waterfall = BuildWaterfall(means)
+	vm.Waterfall = BuildWaterfall(ctx, means)
 	return vm, nil
 }
 

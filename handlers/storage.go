@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/telemetry"
 	"github.com/casebook/casebook/views"
@@ -31,7 +32,7 @@ type Storage struct{ d *Deps }
 
 // Show renders the storage page.
 func (h *Storage) Show(c echo.Context) error {
-	vm := views.StorageView{Layout: h.d.layout("Storage", views.NavStorage), Now: h.d.Now()}
+	vm := views.StorageView{Layout: h.d.layout(i18n.T(c.Request().Context(), "nav.storage"), views.NavStorage), Now: h.d.Now()}
 	vm.Coverage = h.d.coverageView(c.Request().Context(), metrics.Scope{})
 	if h.d.Detector != nil {
 		vm.Detector = &views.DetectorRound{}

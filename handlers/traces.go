@@ -76,7 +76,7 @@ func EnforcesOwnBodyLimit(c echo.Context) bool {
 func (d *IncidentDeps) traceArchive() (TraceArchive, error) {
 	ta, ok := d.Archive.(TraceArchive)
 	if !ok {
-		return nil, echo.NewHTTPError(http.StatusNotFound, "This archive does not store kernel traces.")
+		return nil, HTTPError(http.StatusNotFound, "error.no_traces")
 	}
 	return ta, nil
 }
@@ -180,7 +180,7 @@ func (h *Traces) DeleteTrace(c echo.Context) error {
 	}
 	if err := ta.DeleteTrace(c.Request().Context(), id, tid); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return echo.NewHTTPError(http.StatusNotFound, "This incident has no such trace.").SetInternal(err)
+			return HTTPError(http.StatusNotFound, "error.no_trace").SetInternal(err)
 		}
 		return err
 	}

@@ -1,9 +1,11 @@
 package handlers
 
 import (
+	"context"
 	"fmt"
 	"math"
 
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/metrics"
 	"github.com/casebook/casebook/views"
 )
@@ -11,8 +13,10 @@ import (
 // BuildWaterfall decomposes the window's mean latencies into the three
 // levels of DESIGN.md: gateway vs engine E2E; TTFT vs TPOT x output tokens;
 // queue, prefill and decode. means maps catalog ids to window means (NaN or
-// absent when unknown). All levels share one scale so lengths compare.
-func BuildWaterfall(means map[string]float64) views.WaterfallView {
+// absent when unknown). All levels share one scale so lengths compare;
+// the words are in ctx's language.
+func BuildWaterfall(ctx context.Context, means map[string]float64) views.WaterfallView {
+	l := i18n.From(ctx)
 	get := func(id string) (float64, bool) {
 		v, ok := means[id]
 		return v, ok && !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0
@@ -33,16 +37,16 @@ func BuildWaterfall(means map[string]float64) views.WaterfallView {
 	gw, hasGW := get(metrics.GatewayE2E)
 	switch {
 	case hasGW && hasE2E:
-		l1 = append(l1, seg{"Gateway E2E", "wf-total", 0, gw, ms(gw)}, seg{"Engine E2E", "wf-engine", 0, e2e, ms(e2e)})
+		l1 = append(l1, seg{l.T("wf.gateway_e2e"), "wf-total", 0, gw, ms(gw)}, seg{l.T("wf.engine_e2e"), "wf-engine", 0, e2e, ms(e2e)})
 		if gw > e2e {
-			l1 = append(l1, seg{"Outside the engine", "wf-transport", e2e, gw, ms(gw - e2e)})
-			note1 = fmt.Sprintf("%.0f%% of the gateway's time is spent outside the engine (network, gateway, streaming).", 100*(gw-e2e)/gw)
+			l1 = append(l1, seg{l.T("wf.outside"), "wf-transport", e2e, gw, ms(gw - e2e)})
+			note1 = l.T("wf.outside_note", fmt.Sprintf("%.0f%%", 100*(gw-e2e)/gw))
 		}
 	case hasE2E:
-		l1 = append(l1, seg{"Engine E2E", "wf-engine", 0, e2e, ms(e2e)})
-		note1 = "No gateway source: transport time cannot be separated from engine time."
+		l1 = append(l1, seg{l.T("wf.engine_e2e"), "wf-engine", 0, e2e, ms(e2e)})
+		note1 = l.T("wf.no_gateway")
 	default:
-		note1 = "No end-to-end latency in this window."
+		note1 = l.T("wf.no_e2e")
 	}
 	levels, notes = append(levels, l1), append(notes, note1)
 
@@ -58,23 +62,23 @@ func BuildWaterfall(means map[string]float64) views.WaterfallView {
 		if hasRPS && hasGen && rps > 0 {
 			out := gen / rps
 			dec := tpot * math.Max(out-1, 0)
-			l2 = append(l2, seg{fmt.Sprintf("TPOT × %.0f tokens", math.Max(out-1, 0)), "wf-tpot", ttft, ttft + dec,
+			l2 = append(l2, seg{l.T("wf.tpot_tokens", fmt.Sprintf("%.0f", math.Max(out-1, 0))), "wf-tpot", ttft, ttft + dec,
 				ms(tpot) + " × " + fmt.Sprintf("%.0f", math.Max(out-1, 0)) + " = " + ms(dec)})
 			switch {
 			case ttft > dec:
-				note2 = "Time to first token dominates: look at prompt length, queueing and KV-cache pressure."
+				note2 = l.T("wf.ttft_dominates")
 			default:
-				note2 = "Token generation dominates: look at memory bandwidth, batch size and sequence length."
+				note2 = l.T("wf.tpot_dominates")
 			}
 			if sum := ttft + dec; hasE2E && e2e > 0 && math.Abs(sum-e2e)/e2e > 0.25 {
-				note2 += fmt.Sprintf(" Note: TTFT + TPOT × tokens = %s, but engine E2E is %s; the token counters and the latency histograms disagree.", ms(sum), ms(e2e))
+				note2 += l.T("wf.disagree", ms(sum), ms(e2e))
 			}
 		} else {
-			l2 = append(l2, seg{"TPOT (per token)", "wf-tpot", ttft, ttft + tpot, ms(tpot)})
-			note2 = "Output length unknown (no throughput in this window): TPOT is shown for one token."
+			l2 = append(l2, seg{l.T("wf.tpot_one"), "wf-tpot", ttft, ttft + tpot, ms(tpot)})
+			note2 = l.T("wf.no_length")
 		}
 	} else {
-		note2 = "TTFT or TPOT missing in this window."
+		note2 = l.T("wf.no_tokens")
 	}
 	levels, notes = append(levels, l2), append(notes, note2)
 
@@ -83,9 +87,9 @@ func BuildWaterfall(means map[string]float64) views.WaterfallView {
 	note3 := ""
 	at := 0.0
 	for _, p := range []struct{ id, label, class string }{
-		{metrics.QueueTime, "Queue", "wf-queue"},
-		{metrics.PrefillTime, "Prefill", "wf-prefill"},
-		{metrics.DecodeTime, "Decode", "wf-decode"},
+		{metrics.QueueTime, l.T("wf.queue"), "wf-queue"},
+		{metrics.PrefillTime, l.T("wf.prefill"), "wf-prefill"},
+		{metrics.DecodeTime, l.T("wf.decode"), "wf-decode"},
 	} {
 		if v, ok := get(p.id); ok {
 			l3 = append(l3, seg{p.label, p.class, at, at + v, ms(v)})
@@ -93,7 +97,7 @@ func BuildWaterfall(means map[string]float64) views.WaterfallView {
 		}
 	}
 	if len(l3) == 0 {
-		note3 = "The engine exports no phase histograms for this scope."
+		note3 = l.T("wf.no_phases")
 	} else if at > 0 {
 		big := l3[0]
 		for _, s := range l3 {
@@ -101,24 +105,24 @@ func BuildWaterfall(means map[string]float64) views.WaterfallView {
 				big = s
 			}
 		}
-		note3 = fmt.Sprintf("%s is %.0f%% of the engine's request time.", big.label, 100*(big.to-big.from)/at)
+		note3 = l.T("wf.phase_share", big.label, fmt.Sprintf("%.0f%%", 100*(big.to-big.from)/at))
 	}
 	levels, notes = append(levels, l3), append(notes, note3)
 
 	scale := 0.0
-	for _, l := range levels {
-		for _, s := range l {
+	for _, lvl := range levels {
+		for _, s := range lvl {
 			scale = math.Max(scale, s.to)
 		}
 	}
-	titles := []string{"1 · Gateway vs engine", "2 · First token vs the rest", "3 · Engine phases"}
+	titles := []string{l.T("wf.level1"), l.T("wf.level2"), l.T("wf.level3")}
 	w := views.WaterfallView{}
 	if scale > 0 {
-		w.Scale = "full width = " + ms(scale)
+		w.Scale = l.T("wf.scale", ms(scale))
 	}
-	for i, l := range levels {
+	for i, lvl := range levels {
 		lv := views.WaterfallLevel{Title: titles[i], Note: notes[i]}
-		for _, s := range l {
+		for _, s := range lvl {
 			b := views.WaterfallBar{Label: s.label, Value: s.value, Class: s.class}
 			if scale > 0 {
 				b.X = 1000 * s.from / scale

@@ -1,11 +1,13 @@
 package handlers_test
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/casebook/casebook/handlers"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/metrics"
 )
 
@@ -41,7 +43,7 @@ func TestBuildWaterfall(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			w := handlers.BuildWaterfall(tc.means)
+			w := handlers.BuildWaterfall(context.Background(), tc.means)
 			if len(w.Levels) != 3 {
 				t.Fatalf("%d levels", len(w.Levels))
 			}
@@ -59,5 +61,27 @@ func TestBuildWaterfall(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBuildWaterfallChinese checks the titles, bars and notes follow the
+// request's language.
+func TestBuildWaterfallChinese(t *testing.T) {
+	ctx := i18n.With(context.Background(), i18n.New(i18n.Chinese))
+	w := handlers.BuildWaterfall(ctx, map[string]float64{metrics.GatewayE2E: 3000, metrics.E2E: 2800, metrics.DecodeTime: 2600, metrics.PrefillTime: 200})
+	want := []string{"1 · 网关与引擎", "2 · 首 Token 与其余 Token", "3 · 引擎阶段"}
+	for i, l := range w.Levels {
+		if l.Title != want[i] {
+			t.Errorf("level %d title %q, want %q", i+1, l.Title, want[i])
+		}
+	}
+	if got := w.Levels[0].Note; !strings.Contains(got, "7% 花在引擎之外") {
+		t.Errorf("level 1 note %q", got)
+	}
+	if got := w.Levels[2].Note; got != "解码占引擎请求时间的 93%。" {
+		t.Errorf("level 3 note %q", got)
+	}
+	if !strings.HasPrefix(w.Scale, "满宽 = ") {
+		t.Errorf("scale %q", w.Scale)
 	}
 }

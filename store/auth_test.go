@@ -236,3 +236,45 @@ func TestLastAdminStays(t *testing.T) {
 		t.Errorf("deleting the admin left: %v, want ErrConflict", err)
 	}
 }
+
+// TestUserLanguage keeps, reads and clears an account's language
+// preference; the session that reads the account carries it.
+func TestUserLanguage(t *testing.T) {
+	s := openTest(t)
+	ctx := context.Background()
+	u, err := s.AddUser(ctx, "ana", "viewer", nil, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Language != "" {
+		t.Errorf("new account has language %q", u.Language)
+	}
+	if err := s.SetUserLanguage(ctx, "ana", "zh-CN"); err != nil {
+		t.Fatal(err)
+	}
+	sid := sha256.Sum256([]byte("s"))
+	if err := s.CreateSession(ctx, sid[:], u.ID, "c", "", t0, t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if ss, err := s.SessionByHash(ctx, sid[:], t0); err != nil || ss.User.Language != "zh-CN" {
+		t.Errorf("session user language %q, %v", ss.User.Language, err)
+	}
+	if got, err := s.UserByName(ctx, "ana"); err != nil || got.Language != "zh-CN" {
+		t.Errorf("UserByName language %q, %v", got.Language, err)
+	}
+	if us, err := s.Users(ctx); err != nil || len(us) != 1 || us[0].Language != "zh-CN" {
+		t.Errorf("Users = %+v, %v", us, err)
+	}
+	if err := s.SetUserLanguage(ctx, "ana", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.UserByName(ctx, "ana"); got.Language != "" {
+		t.Errorf("cleared language reads %q", got.Language)
+	}
+	if err := s.SetUserLanguage(ctx, "nobody", "en"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("unknown account: %v, want ErrNotFound", err)
+	}
+	if err := s.SetUserLanguage(ctx, "ana", strings.Repeat("x", 36)); !errors.Is(err, store.ErrInvalid) {
+		t.Errorf("long code: %v, want ErrInvalid", err)
+	}
+}

@@ -41,10 +41,10 @@ func (s *Store) SessionByHash(ctx context.Context, idHash []byte, now time.Time)
 	var ss Session
 	var created, expires, ucreated int64
 	err := s.r.QueryRowContext(ctx, `
-		SELECT s.csrf, s.created_at, s.expires_at, u.id, u.name, u.role, u.created_at
+		SELECT s.csrf, s.created_at, s.expires_at, u.id, u.name, u.role, u.created_at, coalesce(u.language, '')
 		FROM sessions s JOIN users u ON u.id = s.user_id
 		WHERE s.id_hash = ? AND s.expires_at > ?`, idHash, nanos(now)).
-		Scan(&ss.CSRF, &created, &expires, &ss.User.ID, &ss.User.Name, &ss.User.Role, &ucreated)
+		Scan(&ss.CSRF, &created, &expires, &ss.User.ID, &ss.User.Name, &ss.User.Role, &ucreated, &ss.User.Language)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Session{}, fmt.Errorf("store: session: %w", ErrNotFound)
 	}

@@ -17,6 +17,9 @@ type User struct {
 	Role         string    `json:"role"`
 	PasswordHash []byte    `json:"-"`
 	CreatedAt    time.Time `json:"created_at"`
+	// Language is the account's language preference ("zh-CN"); empty
+	// when it has none.
+	Language string `json:"language,omitempty"`
 }
 
 // userAudit is what the audit log keeps of an account: never the hash.
@@ -79,8 +82,8 @@ func (s *Store) UserByID(ctx context.Context, id int64) (User, error) {
 func (s *Store) user(ctx context.Context, where string, arg any) (User, error) {
 	var u User
 	var created int64
-	err := s.r.QueryRowContext(ctx, `SELECT id, name, role, password_hash, created_at FROM users `+where, arg).
-		Scan(&u.ID, &u.Name, &u.Role, &u.PasswordHash, &created)
+	err := s.r.QueryRowContext(ctx, `SELECT id, name, role, password_hash, created_at, coalesce(language, '') FROM users `+where, arg).
+		Scan(&u.ID, &u.Name, &u.Role, &u.PasswordHash, &created, &u.Language)
 	if errors.Is(err, sql.ErrNoRows) {
 		return User{}, fmt.Errorf("store: user %v: %w", arg, ErrNotFound)
 	}
@@ -93,7 +96,7 @@ func (s *Store) user(ctx context.Context, where string, arg any) (User, error) {
 
 // Users returns every account by name.
 func (s *Store) Users(ctx context.Context) ([]User, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, name, role, password_hash, created_at FROM users ORDER BY name`)
+	rows, err := s.r.QueryContext(ctx, `SELECT id, name, role, password_hash, created_at, coalesce(language, '') FROM users ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("store: users: %w", err)
 	}
@@ -102,7 +105,7 @@ func (s *Store) Users(ctx context.Context) ([]User, error) {
 	for rows.Next() {
 		var u User
 		var created int64
-		if err := rows.Scan(&u.ID, &u.Name, &u.Role, &u.PasswordHash, &created); err != nil {
+		if err := rows.Scan(&u.ID, &u.Name, &u.Role, &u.PasswordHash, &created, &u.Language); err != nil {
 			return nil, fmt.Errorf("store: users: %w", err)
 		}
 		u.CreatedAt = fromNanos(created)
@@ -128,6 +131,31 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, role string, passwordH
 		_, err := tx.ExecContext(ctx, `UPDATE users SET role = ?, password_hash = ? WHERE id = ?`, u.Role, nullBytes(u.PasswordHash), id)
 		return err
 	})
+}
+
+// MaxLanguageBytes bounds a stored language code (BCP 47 tags the
+// console speaks are a few bytes).
+const MaxLanguageBytes = 35
+
+// SetUserLanguage keeps the language preference of the account called
+// name; "" clears it. It is the account's own setting, like the switch's
+// cookie: no audit entry, and its sessions stay.
+func (s *Store) SetUserLanguage(ctx context.Context, name, lang string) error {
+	if len(lang) > MaxLanguageBytes {
+		return fmt.Errorf("store: set language of %q: %w", name, invalidf("language code is longer than %d bytes", MaxLanguageBytes))
+	}
+	var v any
+	if lang != "" {
+		v = lang
+	}
+	res, err := s.w.ExecContext(ctx, `UPDATE users SET language = ? WHERE name = ?`, v, name)
+	if err != nil {
+		return fmt.Errorf("store: set language of %q: %w", name, err)
+	}
+	if n, err := res.RowsAffected(); err == nil && n == 0 {
+		return fmt.Errorf("store: set language of %q: %w", name, ErrNotFound)
+	}
+	return nil
 }
 
 // DeleteUser removes an account and its sessions.

@@ -1,6 +1,7 @@
 package views
 
 import (
+	"context"
 	"strconv"
 	"time"
 
@@ -70,8 +71,9 @@ type AccuracyView struct {
 // ReferenceText describes the reference line.
 func (v AccuracyView) ReferenceText() string { return FormatPercent(ReferenceAccuracy) }
 
-// NewAccuracyTrend draws the weekly share correct with the reference line.
-func NewAccuracyTrend(weeks []AccuracyRow) Chart {
+// NewAccuracyTrend draws the weekly share correct with the reference line,
+// titled and labelled in ctx's language.
+func NewAccuracyTrend(ctx context.Context, weeks []AccuracyRow) Chart {
 	var share, ref []metrics.Sample
 	var start, end time.Time
 	for _, w := range weeks {
@@ -94,11 +96,11 @@ func NewAccuracyTrend(weeks []AccuracyRow) Chart {
 	}
 	ref = []metrics.Sample{{T: start, V: ReferenceAccuracy}, {T: end, V: ReferenceAccuracy}}
 	return NewChart(ChartSpec{
-		ID: "accuracy-trend", Title: "Share of diagnoses reviewed correct, per week", Unit: "ratio",
+		ID: "accuracy-trend", Title: T(ctx, "acc.trend_title"), Unit: "ratio",
 		Start: start, End: end, Step: 7 * 24 * time.Hour,
 		Series: []ChartSeries{
 			{Name: "Casebook", Samples: share},
-			{Name: "Reference team, rules only (" + FormatPercent(ReferenceAccuracy) + ")", Samples: ref},
+			{Name: T(ctx, "acc.trend_reference", FormatPercent(ReferenceAccuracy)), Samples: ref},
 		},
 	})
 }

@@ -3,6 +3,8 @@ package views
 import (
 	"context"
 	"net/url"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/casebook/casebook/internal/i18n"
@@ -97,4 +99,34 @@ func (s Status) Label(ctx context.Context) string {
 		return T(ctx, "status.critical")
 	}
 	return T(ctx, "status.no_data")
+}
+
+// sentencePart is a run of a translated sentence: plain text, or a
+// command or value shown as code.
+type sentencePart struct {
+	Text string
+	Code bool
+}
+
+// codeSentence prints key with codes as its %s arguments and splits the
+// result so that each argument renders in a code element wherever the
+// language puts it.
+func codeSentence(ctx context.Context, key string, codes ...string) []sentencePart {
+	marks := make([]any, len(codes))
+	for i := range codes {
+		marks[i] = "\x00" + strconv.Itoa(i) + "\x00"
+	}
+	var out []sentencePart
+	for i, s := range strings.Split(T(ctx, key, marks...), "\x00") {
+		if i%2 == 0 {
+			if s != "" {
+				out = append(out, sentencePart{Text: s})
+			}
+			continue
+		}
+		if n, err := strconv.Atoi(s); err == nil && n >= 0 && n < len(codes) {
+			out = append(out, sentencePart{Text: codes[n], Code: true})
+		}
+	}
+	return out
 }

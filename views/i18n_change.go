@@ -18,6 +18,8 @@ func StatusWordIn(ctx context.Context, s string) string {
 		return T(ctx, "change.st_expected")
 	case "not_expected":
 		return T(ctx, "change.st_not_expected")
+	case "inconclusive":
+		return T(ctx, "change.st_inconclusive")
 	}
 	return StatusWord(s)
 }

@@ -63,3 +63,12 @@ func (c Chart) MarkerLabelIn(ctx context.Context) string {
 	}
 	return c.MarkerLabel
 }
+
+// LastIn is the legend's last value, or "no data" in the request's
+// language for a line with none in the window.
+func (l ChartLine) LastIn(ctx context.Context) string {
+	if l.Empty {
+		return T(ctx, "chart.line_no_data")
+	}
+	return l.Last
+}

@@ -28,7 +28,7 @@ func renderIn(t *testing.T, tag string, c templ.Component) string {
 }
 
 var (
-	tagRE     = regexp.MustCompile(`(?s)<script.*?</script>|<style.*?</style>|<[^>]*>`)
+	tagRE     = regexp.MustCompile(`(?s)<script.*?</script>|<style.*?</style>|<code.*?</code>|<[^>]*>`) // code is typed as it is
 	englishRE = regexp.MustCompile(`[A-Za-z]{3,}[ ,;:]+[A-Za-z]{3,}`)
 )
 
@@ -90,6 +90,13 @@ func TestPagesInChinese(t *testing.T) {
 		"error":     ErrorPage(ErrorView{Status: 500, Title: "x", Message: "y", RequestID: "r-1"}),
 		"login":     LoginPage(LoginView{}),
 		"diagnosis": DiagnosisPage(DiagnosisView{Scope: metrics.Scope{Model: "m-1"}, At: at, Panel: panel}),
+		"users": UsersPage(UsersView{Roles: []string{"viewer"}, Flash: "x", Users: []AdminUser{
+			{ID: 1, Name: "u-1", Role: "viewer", HasPassword: true, CreatedAt: at}, {ID: 2, Name: "u-2", Role: "viewer", CreatedAt: at}}}),
+		"users0":  UsersPage(UsersView{Roles: []string{"viewer"}}),
+		"tokens":  TokensPage(TokensView{Scopes: []string{"read"}, NewToken: "t-1", NewName: "n-1", Tokens: []AdminToken{{ID: 1, Name: "n-1", Scope: "read", CreatedAt: at, RevokedAt: at}, {ID: 2, Name: "n-2", Scope: "read", CreatedAt: at}}}),
+		"tokens0": TokensPage(TokensView{Scopes: []string{"read"}}),
+		"audit":   AuditPage(AuditView{Rows: []AuditRow{{ID: 1, At: at, Actor: "u-1", Action: "label"}}, Older: "/admin/audit?before=1"}),
+		"audit0":  AuditPage(AuditView{}),
 	}
 	for name, page := range pages {
 		en, zh := renderIn(t, "en", page), renderIn(t, "zh-CN", page)

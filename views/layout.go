@@ -1,6 +1,7 @@
 package views
 
 import (
+	"context"
 	"time"
 
 	"github.com/casebook/casebook/internal/route"
@@ -26,9 +27,21 @@ type Assets struct {
 // Banner is a page-wide notice, such as a failing data source.
 type Banner struct {
 	Status Status
-	Text   string
-	Since  time.Time // zero when not known
-	Now    time.Time
+	// Msg, when set, is the catalog key the banner prints with Args;
+	// Text is shown as it is otherwise.
+	Msg   string
+	Args  []any
+	Text  string
+	Since time.Time // zero when not known
+	Now   time.Time
+}
+
+// TextIn is the banner's text in the request's language.
+func (b Banner) TextIn(ctx context.Context) string {
+	if b.Msg != "" {
+		return T(ctx, b.Msg, b.Args...)
+	}
+	return b.Text
 }
 
 // LayoutView is the view model of the page frame every page shares.

@@ -1,6 +1,8 @@
 package views
 
 import (
+	"context"
+	"strings"
 	"time"
 
 	"github.com/casebook/casebook/metrics"
@@ -89,14 +91,34 @@ func (g ModelGroup) OffText() string {
 
 // ScopeRow is one model or instance on the overview.
 type ScopeRow struct {
-	Scope   metrics.Scope
-	Href    string
-	Status  Status
-	Summary string // the worst deviation in words, e.g. "TTFT +7.2σ"
-	Err     string // why the scope could not be read, if it could not
-	Dims    []DimCell
+	Scope  metrics.Scope
+	Href   string
+	Status Status
+	Worst  []Deviation // the worst deviations, largest |z| first (at most three)
+	More   int         // how many more deviations there are
+	Err    string      // why the scope could not be read, in the source's words
+	Dims   []DimCell
 	// Engine names the scope's engine ("SGLang"); empty when unknown.
 	Engine string
+}
+
+// Deviation is one metric off its baseline by Z standard deviations.
+type Deviation struct {
+	Metric string
+	Z      float64
+}
+
+// SummaryIn says the worst deviations in the request's language, e.g.
+// "TTFT +7.2σ · KV Cache 使用率 +5.1σ · 另有 2 项".
+func (r ScopeRow) SummaryIn(ctx context.Context) string {
+	parts := make([]string, 0, len(r.Worst)+1)
+	for _, d := range r.Worst {
+		parts = append(parts, MetricLabelIn(ctx, d.Metric)+" "+FormatZ(d.Z))
+	}
+	if r.More > 0 {
+		parts = append(parts, T(ctx, "overview.more_deviations", r.More))
+	}
+	return strings.Join(parts, " · ")
 }
 
 // Kind says whether the row is a whole model or one instance.

@@ -64,7 +64,7 @@ type authenticator struct {
 
 // errBadToken is a bearer token that is neither a known API token nor the
 // webhook token.
-var errBadToken = echo.NewHTTPError(http.StatusUnauthorized, "unknown or revoked API token")
+var errBadToken = handlers.HTTPError(http.StatusUnauthorized, "error.bad_token")
 
 func (a *authenticator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -89,6 +89,7 @@ func (a *authenticator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			Path:     req.URL.RequestURI(),
 		})
 		c.SetRequest(req.WithContext(ctx))
+		accountLanguage(c, sess.User.Language)
 
 		if !ok {
 			return next(c) // no such route: 404 or 405
@@ -101,7 +102,7 @@ func (a *authenticator) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			return a.deny(c, p)
 		}
 		if unsafeMethod(req.Method) && pol != PolicyWebhook && p.Kind != auth.KindToken && !isJSON(req) && !a.validCSRF(c, csrf) {
-			return echo.NewHTTPError(http.StatusForbidden, "the form token is missing or stale: reload the page and submit again")
+			return handlers.HTTPError(http.StatusForbidden, "error.form_token")
 		}
 		return next(c)
 	}
@@ -163,7 +164,9 @@ func (a *authenticator) principal(c echo.Context) (auth.Principal, store.Session
 		case !errors.Is(err, store.ErrNotFound):
 			return auth.Principal{}, store.Session{}, err
 		}
-		return auth.Principal{Name: name, Role: role, Kind: auth.KindProxy}, store.Session{}, nil
+		// No session, but the account (when there is one) and its
+		// preferences.
+		return auth.Principal{Name: name, Role: role, Kind: auth.KindProxy}, store.Session{User: u}, nil
 	}
 	return auth.Principal{Role: auth.RoleAdmin, Kind: auth.KindOpen}, store.Session{}, nil
 }
@@ -173,23 +176,23 @@ func (a *authenticator) principal(c echo.Context) (auth.Principal, store.Session
 func (a *authenticator) deny(c echo.Context, p auth.Principal) error {
 	req := c.Request()
 	if p.Authenticated() {
-		return echo.NewHTTPError(http.StatusForbidden, "your role ("+p.Role.String()+") may not do this")
+		return handlers.HTTPError(http.StatusForbidden, "error.role", p.Role.String())
 	}
 	if a.opts.Mode == AuthAccounts && req.Method == http.MethodGet && !strings.HasPrefix(req.URL.Path, route.APIPrefix) {
 		return a.opts.Accounts.RenderLogin(c, http.StatusUnauthorized, "", "")
 	}
 	c.Response().Header().Set("WWW-Authenticate", `Bearer realm="casebook"`)
-	return echo.NewHTTPError(http.StatusUnauthorized, "sign in or send an API token")
+	return handlers.HTTPError(http.StatusUnauthorized, "error.sign_in")
 }
 
 // denyWebhook answers a webhook request without a webhook-scoped token:
 // 403 while no --webhook-token is configured, else 401.
 func (a *authenticator) denyWebhook(c echo.Context) error {
 	if a.opts.WebhookToken == "" {
-		return echo.NewHTTPError(http.StatusForbidden, "the Alertmanager webhook is disabled: no alert token is configured")
+		return handlers.HTTPError(http.StatusForbidden, "error.webhook_off")
 	}
 	c.Response().Header().Set("WWW-Authenticate", `Bearer realm="casebook"`)
-	return echo.NewHTTPError(http.StatusUnauthorized, "missing or wrong bearer token")
+	return handlers.HTTPError(http.StatusUnauthorized, "error.bearer")
 }
 
 // csrfCookie returns the browser's form token, setting a new one when it

@@ -34,10 +34,12 @@ func errorHandler(log *slog.Logger, h *handlers.Handlers, bodyLimit string) echo
 		var he *echo.HTTPError
 		switch {
 		case errors.As(err, &pe):
-			v.Status, v.Param, v.Message = pe.Code(), pe.Param, pe.Reason
+			v.Status, v.Param, v.Message = pe.Code(), pe.Param, pe.ReasonIn(ctx)
 		case errors.As(err, &he):
 			v.Status = he.Code
-			if v.Status < 500 {
+			if m, ok := he.Message.(handlers.Message); ok && v.Status < 500 {
+				v.Message = m.In(ctx)
+			} else if v.Status < 500 {
 				v.Message = fmt.Sprint(he.Message)
 			}
 		case errors.Is(err, context.DeadlineExceeded):

@@ -110,3 +110,28 @@ func TestLanguageSwitch(t *testing.T) {
 		})
 	}
 }
+
+// TestErrorReasonsFollowLanguage: a bad parameter's reason is printed in
+// the request's language on the error page and in the API's JSON error;
+// the parameter's name stays as the URL spells it.
+func TestErrorReasonsFollowLanguage(t *testing.T) {
+	tel := handlerstest.NewTelemetry(handlerstest.Options{Span: time.Hour})
+	srv := web.New(web.Options{Telemetry: tel, Diagnoser: &handlerstest.Diagnoser{}, Incidents: archive(t, tel), Now: func() time.Time { return tel.End }})
+	tests := []struct {
+		name, path, want, not string
+	}{
+		{"page en", "/?page=0", "must be a page number from 1", ""},
+		{"page zh", "/?page=0&lang=zh-CN", "必须是从 1 开始的页码", "must be a page"},
+		{"api zh", route.URL(route.APIIncidentList) + "?verdict=maybe&lang=zh-CN", `"error":"verdict: \"maybe\" 不是 unreviewed、correct 或 wrong"`, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tc.path, nil))
+			body := rec.Body.String()
+			if rec.Code != http.StatusBadRequest || !strings.Contains(body, tc.want) || (tc.not != "" && strings.Contains(body, tc.not)) {
+				t.Errorf("status %d, want 400 with %q without %q: %.600s", rec.Code, tc.want, tc.not, body)
+			}
+		})
+	}
+}

@@ -114,7 +114,7 @@ func crossOrigin() echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if err := cop.Check(c.Request()); err != nil {
-				return echo.NewHTTPError(http.StatusForbidden, "cross-origin request refused").SetInternal(err)
+				return handlers.HTTPError(http.StatusForbidden, "error.cross_origin").SetInternal(err)
 			}
 			return next(c)
 		}

@@ -58,8 +58,9 @@ func routeTable(h *handlers.Handlers, opts Options, om *observability) []entry {
 		{route.Metrics, get, PolicyViewer, echo.WrapHandler(promhttp.HandlerFor(om.reg, promhttp.HandlerOpts{}))},
 		{route.Static, get, PolicyPublic, serveStatic},
 
-		// The language switch: a cookie, for anyone, signed in or not.
-		{route.Language, post, PolicyPublic, setLanguage},
+		// The language switch: a cookie, for anyone, signed in or not,
+		// and the account's preference for someone signed in.
+		{route.Language, post, PolicyPublic, languageSwitch(opts.Auth.Accounts, opts.Logger)},
 	}
 
 	// Sign-in and administration.

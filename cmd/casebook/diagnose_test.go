@@ -278,6 +278,26 @@ func TestEvalCmd(t *testing.T) {
 		t.Errorf("stderr does not name the bad line: %q", stderr.String())
 	}
 
+	// In Chinese the same report, line for line, with Chinese words.
+	stdout.Reset()
+	if err := evalCmd(context.Background(), []string{"--corpus", corpus, "--lang", "zh-CN"}, env, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	zh := stdout.String()
+	if strings.Count(zh, "\n") != strings.Count(text, "\n") {
+		t.Errorf("the Chinese report has %d lines, the English one %d:\n%s", strings.Count(zh, "\n"), strings.Count(text, "\n"), zh)
+	}
+	for _, want := range []string{"Top-1 准确率", "Top-3 准确率", "精确率", "混淆矩阵", "校准", "（跳过 1 行无效数据）", metrics.CauseQueueBacklog} {
+		if !strings.Contains(zh, want) {
+			t.Errorf("Chinese report lacks %q:\n%s", want, zh)
+		}
+	}
+	for _, not := range []string{"accuracy", "precision", "calibration", "skipped"} {
+		if strings.Contains(zh, not) {
+			t.Errorf("Chinese report shows %q", not)
+		}
+	}
+
 	stdout.Reset()
 	if err := evalCmd(context.Background(), []string{"--corpus", corpus, "--json"}, env, &stdout, &stderr); err != nil {
 		t.Fatal(err)

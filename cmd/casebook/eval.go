@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/casebook/casebook/diagnose"
+	"github.com/casebook/casebook/internal/i18n"
 	"github.com/casebook/casebook/metrics"
 )
 
@@ -27,8 +29,9 @@ func evalCmd(ctx context.Context, args []string, env func(string) string, stdout
 	noise := fs.Float64("noise", 0, "with --feedback: share of fed-back labels made wrong (0-1); the clean replay is printed beside it")
 	block := fs.Int("block", 100, "with --feedback: cases per block of the learning curve")
 	seed := fs.Int64("seed", 1, "with --feedback --noise: seed of the label noise")
+	langFlag := fs.String("lang", "en", "language of the plain-text report's words: en or zh-CN (cause ids and --json stay as they are)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: casebook eval --corpus FILE.jsonl [--no-history] [--feedback [--noise 0.1] [--block 100]] [--json]\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: casebook eval --corpus FILE.jsonl [--no-history] [--feedback [--noise 0.1] [--block 100]] [--json] [--lang en|zh-CN]\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, env, stderr); err != nil {
@@ -36,6 +39,10 @@ func evalCmd(ctx context.Context, args []string, env func(string) string, stdout
 	}
 	if *corpus == "" {
 		return fmt.Errorf("%w: eval needs --corpus FILE.jsonl", errUsage)
+	}
+	tag, ok := i18n.Parse(*langFlag)
+	if !ok {
+		return fmt.Errorf("%w: --lang %q: the report is in en or zh-CN", errUsage, *langFlag)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: eval takes no arguments, got %q", errUsage, fs.Args())
@@ -104,7 +111,7 @@ func evalCmd(ctx context.Context, args []string, env func(string) string, stdout
 		}
 		return nil
 	}
-	if err := writeEvalText(stdout, rep, skipped); err != nil {
+	if err := writeEvalText(stdout, i18n.New(tag), rep, skipped); err != nil {
 		return fmt.Errorf("eval: write report: %w", err)
 	}
 	if err := writeEngineText(stdout, engines.report()); err != nil {
@@ -113,29 +120,31 @@ func evalCmd(ctx context.Context, args []string, env func(string) string, stdout
 	return nil
 }
 
-// writeEvalText renders the report as plain-text tables.
-func writeEvalText(w io.Writer, r diagnose.EvalReport, skipped int) error {
+// writeEvalText renders the report as plain-text tables, its words in l's
+// language (numbers and cause ids as they are).
+func writeEvalText(w io.Writer, l *i18n.Locale, r diagnose.EvalReport, skipped int) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "engine %s: %d cases", diagnose.EngineVersion(), r.Cases)
+	pct := func(x float64) string { return fmt.Sprintf("%.1f%%", 100*x) }
+	fmt.Fprint(bw, l.T("cli.eval_head", diagnose.EngineVersion(), strconv.Itoa(r.Cases)))
 	if skipped > 0 {
-		fmt.Fprintf(bw, " (%d invalid lines skipped)", skipped)
+		fmt.Fprint(bw, l.T("cli.eval_skipped", strconv.Itoa(skipped)))
 	}
-	fmt.Fprintf(bw, "\ntop-1 accuracy  %.1f%%\ntop-3 accuracy  %.1f%%\n", 100*r.Top1, 100*r.Top3)
+	fmt.Fprintf(bw, "\n%s\n%s\n", l.T("cli.eval_top1", pct(r.Top1)), l.T("cli.eval_top3", pct(r.Top3)))
 	if r.MultiFault > 0 {
-		fmt.Fprintf(bw, "top-1 accuracy counting secondary labels of the %d multi-fault cases  %.1f%%\n", r.MultiFault, 100*r.Top1AnyLabel)
+		fmt.Fprintln(bw, l.T("cli.eval_multi", strconv.Itoa(r.MultiFault), pct(r.Top1AnyLabel)))
 	}
 	fmt.Fprintln(bw)
 
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "cause\tsupport\tpredicted\tcorrect\tprecision\trecall\t")
+	fmt.Fprintln(tw, l.T("cli.eval_cause_cols"))
 	for _, c := range r.Causes {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.2f\t\n", c.Cause, c.Support, c.Predicted, c.Correct, c.Precision, c.Recall)
 	}
 	tw.Flush()
 
-	fmt.Fprintln(bw, "\nconfusion (rows: label, columns: diagnosis)")
+	fmt.Fprintln(bw, "\n"+l.T("cli.eval_confusion"))
 	tw = tabwriter.NewWriter(bw, 0, 0, 1, ' ', tabwriter.AlignRight)
-	header := []string{"label\\diagnosis"}
+	header := []string{l.T("cli.eval_confusion_corner")}
 	for i := range r.Labels {
 		header = append(header, fmt.Sprintf("%d", i+1))
 	}
@@ -153,9 +162,9 @@ func writeEvalText(w io.Writer, r diagnose.EvalReport, skipped int) error {
 	}
 	tw.Flush()
 
-	fmt.Fprintln(bw, "\ncalibration (cases diagnosed at confidence c should be right about c of the time)")
+	fmt.Fprintln(bw, "\n"+l.T("cli.eval_calibration"))
 	tw = tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "confidence\tcount\tmean conf\taccuracy\t")
+	fmt.Fprintln(tw, l.T("cli.eval_calibration_cols"))
 	for _, b := range r.Bins {
 		if b.Count == 0 {
 			continue
@@ -163,7 +172,7 @@ func writeEvalText(w io.Writer, r diagnose.EvalReport, skipped int) error {
 		fmt.Fprintf(tw, "%.1f-%.1f\t%d\t%.3f\t%.3f\t\n", b.Lo, b.Hi, b.Count, b.MeanConfidence, b.Accuracy)
 	}
 	tw.Flush()
-	fmt.Fprintf(bw, "expected calibration error  %.3f\n", r.ECE)
+	fmt.Fprintln(bw, l.T("cli.eval_ece", fmt.Sprintf("%.3f", r.ECE)))
 	return bw.Flush()
 }
 

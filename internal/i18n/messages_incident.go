@@ -106,6 +106,8 @@ var incidentPages = []Msg{
 // archiveTexts: the accuracy page and the knowledge base.
 var archiveTexts = []Msg{
 	{Key: "acc.title", En: "Diagnosis accuracy", Zh: "诊断准确率"},
+	{Key: "acc.trend_title", En: "Share of diagnoses reviewed correct, per week", Zh: "每周复核为正确的诊断占比"},
+	{Key: "acc.trend_reference", En: "Reference team, rules only (%s)", Zh: "参照团队，仅规则（%s）"},
 	{Key: "acc.intro", En: "From the current review label of each reviewed incident. The reference team's rule-based diagnosis was right %s of the time (97 of 124).", Zh: "依据每个已复核事件当前的复核标签计算。参照团队基于规则的诊断正确率为 %s（124 次中 97 次）。"},
 	{Key: "acc.to_queue", En: "Review the unreviewed incidents", Zh: "复核未复核的事件"},
 	{Key: "acc.to_queue_rest", En: ": worst and oldest first, one key per verdict.", Zh: "：最严重、最早的优先，每个结论一个按键。"},
@@ -180,6 +182,7 @@ var changeTexts = []Msg{
 	{Key: "change.st_applied", En: "applied", Zh: "已执行"},
 	{Key: "change.st_rolled_back", En: "rolled back", Zh: "已回滚"},
 	{Key: "change.st_expected", En: "the expected effect", Zh: "达到预期效果"},
+	{Key: "change.st_inconclusive", En: "inconclusive", Zh: "无法判断"},
 	{Key: "change.st_not_expected", En: "not the expected effect", Zh: "未达到预期效果"},
 	{Key: "change.not_sent", En: "Not sent.", Zh: "未发送。"},
 	{Key: "change.no_webhook", En: "No webhook is configured.", Zh: "未配置 webhook。"},
@@ -282,6 +285,13 @@ var exportTexts = []Msg{
 	{Key: "trigger.detector_bands", En: "Dynamic-threshold detector: %s", Zh: "动态阈值检测器：%s"},
 	{Key: "trigger.detector_on", En: "Dynamic-threshold detector on %s", Zh: "动态阈值检测器（%s）"},
 	{Key: "trigger.manual", En: "Diagnose now (manual)", Zh: "立即诊断（手动）"},
+	{Key: "trigger.band_above", En: "%s %s, above its band %s..%s by %s", Zh: "%s 为 %s，高于预期区间 %s..%s，超出 %s"},
+	{Key: "trigger.band_below", En: "%s %s, below its band %s..%s by %s", Zh: "%s 为 %s，低于预期区间 %s..%s，超出 %s"},
+	{Key: "trigger.band_se", En: " (%s standard errors)", Zh: "（%s 个标准误）"},
+	{Key: "trigger.sep", En: "; ", Zh: "；"},
+	{Key: "trigger.dropped_alerts", En: "%s alerts of its group were past Casebook's limit of %s per message and opened no incident", Zh: "同组中有 %s 条告警超出 Casebook 每条消息 %s 条的上限，未创建事件"},
+	{Key: "trigger.truncated_alerts", En: "Alertmanager left %s more out of the message (max_alerts)", Zh: "Alertmanager 另有 %s 条告警未放入消息（max_alerts）"},
+	{Key: "trigger.lost", En: " (%s)", Zh: "（%s）"},
 	{Key: "timeline.diagnosis_text", En: "%s (%s, engine %s)", Zh: "%s（%s，引擎 %s）"},
 	{Key: "timeline.label_correct", En: "diagnosis correct", Zh: "诊断正确"},
 	{Key: "timeline.label_wrong", En: "diagnosis wrong; true cause %s", Zh: "诊断错误；真实根因为 %s"},
@@ -290,5 +300,16 @@ var exportTexts = []Msg{
 
 // cliTexts: what casebook diagnose prints for people.
 var cliTexts = []Msg{
+	{Key: "cli.eval_head", En: "engine %s: %s cases", Zh: "诊断引擎 %s：%s 个案例"},
+	{Key: "cli.eval_skipped", En: " (%s invalid lines skipped)", Zh: "（跳过 %s 行无效数据）"},
+	{Key: "cli.eval_top1", En: "top-1 accuracy  %s", Zh: "Top-1 准确率  %s"},
+	{Key: "cli.eval_top3", En: "top-3 accuracy  %s", Zh: "Top-3 准确率  %s"},
+	{Key: "cli.eval_multi", En: "top-1 accuracy counting secondary labels of the %s multi-fault cases  %s", Zh: "计入 %s 个多故障案例次要标注的 Top-1 准确率  %s"},
+	{Key: "cli.eval_cause_cols", En: "cause\tsupport\tpredicted\tcorrect\tprecision\trecall\t", Zh: "根因\t样本数\t预测数\t正确数\t精确率\t召回率\t"},
+	{Key: "cli.eval_confusion", En: "confusion (rows: label, columns: diagnosis)", Zh: "混淆矩阵（行：标注，列：诊断）"},
+	{Key: "cli.eval_confusion_corner", En: "label\\diagnosis", Zh: "标注\\诊断"},
+	{Key: "cli.eval_calibration", En: "calibration (cases diagnosed at confidence c should be right about c of the time)", Zh: "校准（置信度为 c 的诊断应有约 c 的比例是正确的）"},
+	{Key: "cli.eval_calibration_cols", En: "confidence\tcount\tmean conf\taccuracy\t", Zh: "置信度\t数量\t平均置信度\t准确率\t"},
+	{Key: "cli.eval_ece", En: "expected calibration error  %s", Zh: "期望校准误差 (ECE)  %s"},
 	{Key: "cli.cases_loaded", En: "diagnose: %d labelled cases loaded from %s (%d lines skipped)", Zh: "diagnose：已从 %[2]s 载入 %[1]d 个已标注案例（跳过 %[3]d 行）"},
 }

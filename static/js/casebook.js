@@ -7,7 +7,7 @@
 
   var pad = function (n) { return (n < 10 ? "0" : "") + n; };
   var hm = function (d) { return pad(d.getHours()) + ":" + pad(d.getMinutes()); };
-  var md = function (d) { return d.toLocaleDateString(undefined, { month: "short", day: "numeric" }); };
+  var md = function (d) { return d.toLocaleDateString(lang, { month: "short", day: "numeric" }); };
 
   // The page's language (the server's choice) orders the date; the
   // viewer's own time zone is named after the time, as the server names UTC.

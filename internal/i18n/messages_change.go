@@ -1,0 +1,57 @@
+package i18n
+
+// changeDocTexts: a change request's document (its Markdown, the proposed
+// value's reason and the capacity check), written in the language of the
+// person who asked for it.
+var changeDocTexts = []Msg{
+	{Key: "cr.title", En: "Change request %s", Zh: "变更请求 %s"},
+	{Key: "cr.kv", En: "%s: %s", Zh: "%s：%s"},
+	{Key: "cr.doc_title", En: "%s: %s %s -> %s", Zh: "%s：%s %s -> %s"},
+	{Key: "cr.doc_scope", En: " (%s)", Zh: "（%s）"},
+	{Key: "cr.why_value", En: "Why this value: %s", Zh: "取值依据：%s"},
+	{Key: "cr.incident", En: "Incident", Zh: "事件"},
+	{Key: "cr.scope", En: "Scope", Zh: "范围"},
+	{Key: "cr.created", En: "Created", Zh: "创建时间"},
+	{Key: "cr.by", En: " by %s", Zh: "，创建者 %s"},
+	{Key: "cr.window_next", En: "Deployment window (next): %s to %s %s", Zh: "发布窗口（下一个）：%s 至 %s %s"},
+	{Key: "cr.window_open", En: "Deployment window (open now): %s to %s %s", Zh: "发布窗口（当前开放）：%s 至 %s %s"},
+	{Key: "cr.diagnosis", En: "Diagnosis", Zh: "诊断"},
+	{Key: "cr.diagnosis_line", En: "%s (confidence %s, %s)", Zh: "%s（置信度 %s，%s）"},
+	{Key: "cr.unknown", En: "unknown", Zh: "未知"},
+	{Key: "cr.table_knob", En: "| knob | before | after |", Zh: "| 参数 | 变更前 | 变更后 |"},
+	{Key: "cr.args", En: "%s arguments", Zh: "%s 启动参数"},
+	{Key: "cr.alternatives", En: "In-place alternatives to try first:", Zh: "建议先尝试的原地处置："},
+	{Key: "cr.effect", En: "Expected effect", Zh: "预期效果"},
+	{Key: "cr.table_effect", En: "| metric | dimension | direction | size |", Zh: "| 指标 | 维度 | 方向 | 幅度 |"},
+	{Key: "cr.risk", En: "Risk", Zh: "风险"},
+	{Key: "cr.rollback", En: "Rollback", Zh: "回滚"},
+	{Key: "cr.up", En: "up", Zh: "上升"},
+	{Key: "cr.down", En: "down", Zh: "下降"},
+
+	{Key: "cr.reason_hand", En: "Entered by hand.", Zh: "手动输入。"},
+	{Key: "cr.reason_fixed", En: "The action's fixed value %s.", Zh: "处置建议的固定值 %s。"},
+	{Key: "cr.reason_current", En: "The current %s", Zh: "当前值 %s"},
+	{Key: "cr.reason_observed", En: "The observed %s of %s", Zh: "观测到的 %s 值 %s"},
+	{Key: "cr.reason_rule", En: "%s %s %s = %s.", Zh: "%s %s %s = %s。"},
+	{Key: "cr.reason_clamped", En: "%s %s %s, clamped to the valid range %s..%s: %s.", Zh: "%s %s %s，限制在有效范围 %s..%s 内：%s。"},
+	{Key: "cr.reason_at_limit", En: " The value is already at its limit, so this action changes nothing here.", Zh: "该值已处于上限，因此此处置在这里不会改变任何东西。"},
+
+	{Key: "cr.capacity_no_data", En: "No GPU data: the capacity check could not run; confirm free GPUs before scaling out.", Zh: "没有 GPU 数据：无法进行容量检查；扩容前请确认有空闲 GPU。"},
+	{Key: "cr.capacity_none", En: "No idle GPU among the %d checked over the last %d minutes: scaling out needs new nodes; try the in-place actions first.", Zh: "最近 %[2]d 分钟内检查的 %[1]d 块 GPU 中没有空闲的：扩容需要新节点；请先尝试原地处置。"},
+	{Key: "cr.capacity_no_host", En: "%d idle GPUs over the last %d minutes on %s, but no host has the %d a replica needs: try the in-place actions first.", Zh: "最近 %[2]d 分钟内 %[3]s 上有 %[1]d 块空闲 GPU，但没有一台主机有一个副本所需的 %[4]d 块：请先尝试原地处置。"},
+	{Key: "cr.capacity_room", En: "%d idle GPUs over the last %d minutes on %s: room for %d more replica(s) of %d GPU(s).", Zh: "最近 %[2]d 分钟内 %[3]s 上有 %[1]d 块空闲 GPU：可再容纳 %[4]d 个副本（每个 %[5]d 块 GPU）。"},
+
+	{Key: "change.window_next", En: "Next window: %s to %s (%s)", Zh: "下一个窗口：%s 至 %s（%s）"},
+	{Key: "change.window_open", En: "Open now: %s to %s (%s)", Zh: "当前开放：%s 至 %s（%s）"},
+	{Key: "change.alternatives", En: " In-place alternatives to try first: %s.", Zh: "建议先尝试的原地处置：%s。"},
+	{Key: "timeline.webhook_sending", En: " (webhook: sending)", Zh: "（webhook：发送中）"},
+	{Key: "timeline.webhook_delivered", En: " (webhook: delivered)", Zh: "（webhook：已投递）"},
+	{Key: "timeline.webhook_failed", En: " (webhook: failed)", Zh: "（webhook：失败）"},
+	{Key: "timeline.change_verdict", En: ": %s", Zh: "：%s"},
+	{Key: "pm.change_line", En: "%s, webhook %s", Zh: "%s，webhook %s"},
+	{Key: "pm.change_outcome", En: ", outcome: %s", Zh: "，效果：%s"},
+	{Key: "delivery.pending", En: "pending", Zh: "发送中"},
+	{Key: "delivery.delivered", En: "delivered", Zh: "已投递"},
+	{Key: "delivery.failed", En: "failed", Zh: "失败"},
+	{Key: "delivery.none", En: "none", Zh: "未发送"},
+}
