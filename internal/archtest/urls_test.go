@@ -22,6 +22,8 @@ var notConsoleURLs = map[string][]string{
 	// The exposition endpoints of inference engines and of the simulated
 	// cluster, which telemetry scrapes: not the console's own /metrics.
 	"telemetry/": {"/metrics"},
+	// file_sd's default __metrics_path__ of a scrape target.
+	"cmd/casebook/targets_file.go": {"/metrics"},
 }
 
 // allowedIn reports whether lit may appear in the file rel.
