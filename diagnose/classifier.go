@@ -18,10 +18,17 @@ import (
 //
 //	p(c | x) = exp(w_c·x + b_c) / Σ_k exp(w_k·x + b_k)
 //
-// where x is the signature's features and their absolute values (how far a
+// where x is the signature's features, their absolute values (how far a
 // metric moved whichever way, which a linear score of the signed feature
-// alone cannot express), fitted by maximum likelihood with an L2 penalty (classifierL2) that keeps
-// weights small where few cases speak, by L-BFGS. It knows no physics: it
+// alone cannot express) and a one-hot of the cause the rules alone named
+// for the case (LabelledCase.RulesCause; all zero where it is unknown),
+// fitted by maximum likelihood with an L2 penalty (classifierL2) that keeps
+// weights small where few cases speak, by L-BFGS. The rules' answer lets
+// it learn where the rules go wrong on this deployment: when the rules
+// name a symptom whose root cause the labels keep naming (a cache storm
+// called a long prompt), the weight of "the rules said X" toward the
+// labelled cause corrects them, with the signature telling the cases
+// where X was right from those where it was not. It knows no physics: it
 // is one more way of learning from postmortems, and what it says is mixed
 // with the neighbours' votes (fuseMatch). It reads only the stored
 // signatures, so it learns from the same archive as the matcher.
@@ -46,30 +53,39 @@ const (
 	classifierWeight = 3.0
 )
 
-// classifierDim is the length of a classifier's input row: the features,
-// their absolute values and a constant 1 for the bias.
-const classifierDim = 2*SigDim + 1
+// classifierDim is the length of a classifier's input row with nRules
+// rules' causes: the features, their absolute values, the one-hot of the
+// rules' cause and a constant 1 for the bias.
+func classifierDim(nRules int) int { return 2*SigDim + nRules + 1 }
 
-// classifier is a fitted regression: causes and, per cause,
-// classifierDim weights, the bias last.
+// classifier is a fitted regression: causes, the rules' causes of its
+// one-hot, and per cause classifierDim(len(rules)) weights, the bias last.
 type classifier struct {
 	causes []string
-	w      []float64 // len(causes) x classifierDim
+	rules  []string
+	w      []float64 // len(causes) x classifierDim(len(rules))
 }
 
-// classifierRow is the input row of the quantised features f (in ±1).
-func classifierRow(f *[SigDim]float64) []float64 {
-	x := make([]float64, classifierDim)
+// classifierRow is the input row of the quantised features f (in ±1) and
+// the rules' cause rule (an index into nRules rules' causes, -1 unknown).
+func classifierRow(f *[SigDim]float64, rule, nRules int) []float64 {
+	d := classifierDim(nRules)
+	x := make([]float64, d)
 	for i, v := range f {
 		x[i] = v
 		x[SigDim+i] = math.Abs(v)
 	}
-	x[classifierDim-1] = 1
+	if rule >= 0 && rule < nRules {
+		x[2*SigDim+rule] = 1
+	}
+	x[d-1] = 1
 	return x
 }
 
-// probs returns p(c | sig) for every cause the classifier knows.
-func (c *classifier) probs(sig Signature) map[string]float64 {
+// probs returns p(c | sig, rulesCause) for every cause the classifier
+// knows; rulesCause is what the rules alone named ("" unknown; a cause
+// no training case had counts as unknown).
+func (c *classifier) probs(sig Signature, rulesCause string) map[string]float64 {
 	if c == nil || len(c.causes) == 0 {
 		return nil
 	}
@@ -78,7 +94,14 @@ func (c *classifier) probs(sig Signature) map[string]float64 {
 		// The stored codes are what it was fitted on: quantise alike.
 		f[i] = math.Round(float64(v)*codeScale) / codeScale
 	}
-	x := classifierRow(&f)
+	rule := -1
+	for i, r := range c.rules {
+		if r == rulesCause {
+			rule = i
+			break
+		}
+	}
+	x := classifierRow(&f, rule, len(c.rules))
 	z := make([]float64, len(c.causes))
 	softmax(c.w, x, z)
 	out := make(map[string]float64, len(c.causes))
@@ -111,10 +134,11 @@ func softmax(w, x, p []float64) {
 	}
 }
 
-// fitClassifier fits the regression to xs (classifierRow rows) labelled ys (indices into causes), starting from init when it has the
-// right length. It returns nil when the fit fails.
-func fitClassifier(causes []string, xs [][]float64, ys []int, init []float64) *classifier {
-	k, d := len(causes), classifierDim
+// fitClassifier fits the regression to xs (classifierRow rows over the
+// rules' causes rules) labelled ys (indices into causes), starting from
+// init when it has the right length. It returns nil when the fit fails.
+func fitClassifier(causes, rules []string, xs [][]float64, ys []int, init []float64) *classifier {
+	k, d := len(causes), classifierDim(len(rules))
 	n := float64(len(xs))
 	p := make([]float64, k)
 	loss := func(w, grad []float64) float64 {
@@ -178,7 +202,7 @@ func fitClassifier(causes []string, xs [][]float64, ys []int, init []float64) *c
 			return nil
 		}
 	}
-	return &classifier{causes: causes, w: res.X}
+	return &classifier{causes: causes, rules: rules, w: res.X}
 }
 
 // classifierCache keeps the fit of a knowledge base (see the constants).
@@ -211,46 +235,70 @@ func (cc *classifierCache) forKB(kb *KnowledgeBase) *classifier {
 		cc.fit, cc.fitted = nil, false
 		return nil
 	}
-	causes, xs, ys, gen := kb.trainingSet()
-	if len(causes) < 2 {
+	ts := kb.trainingSet()
+	if len(ts.causes) < 2 {
 		cc.fit, cc.fitted = nil, false
 		return nil
 	}
 	var init []float64
-	if cc.fit != nil && equalStrings(cc.fit.causes, causes) {
+	if cc.fit != nil && equalStrings(cc.fit.causes, ts.causes) && equalStrings(cc.fit.rules, ts.rules) {
 		init = cc.fit.w
 	}
-	cc.fit = fitClassifier(causes, xs, ys, init)
-	cc.gen, cc.n, cc.fitted = gen, len(xs), true
+	cc.fit = fitClassifier(ts.causes, ts.rules, ts.xs, ts.ys, init)
+	cc.gen, cc.n, cc.fitted = ts.gen, len(ts.xs), true
 	return cc.fit
 }
 
+// trainingSet is a knowledge base's cases as classifier input.
+type trainingSet struct {
+	causes []string // the labelled causes, in knowledge-base order
+	rules  []string // the rules' causes of the one-hot, in knowledge-base order
+	xs     [][]float64
+	ys     []int // indices into causes
+	gen    uint64
+}
+
 // trainingSet reads the most recent maxClassifierCases cases as
-// classifierRow rows and cause indices, with the causes they name in
-// knowledge-base order.
-func (kb *KnowledgeBase) trainingSet() (causes []string, xs [][]float64, ys []int, gen uint64) {
+// classifierRow rows and cause indices.
+func (kb *KnowledgeBase) trainingSet() trainingSet {
 	kb.mu.RLock()
 	defer kb.mu.RUnlock()
 	from := max(0, len(kb.meta)-maxClassifierCases)
+	var ts trainingSet
 	index := map[uint16]int{}
+	ruleIndex := map[uint16]int{}
 	for i := from; i < len(kb.meta); i++ {
 		ci := kb.meta[i].cause
 		k, ok := index[ci]
 		if !ok {
-			k = len(causes)
+			k = len(ts.causes)
 			index[ci] = k
-			causes = append(causes, kb.causes[ci])
+			ts.causes = append(ts.causes, kb.causes[ci])
 		}
+		if r := kb.meta[i].rules; r > 0 {
+			if _, ok := ruleIndex[r]; !ok {
+				ruleIndex[r] = len(ts.rules)
+				ts.rules = append(ts.rules, kb.ruleCauses[r-1])
+			}
+		}
+		ts.ys = append(ts.ys, k)
+	}
+	ts.xs = make([][]float64, 0, len(ts.ys))
+	for i := from; i < len(kb.meta); i++ {
 		var c code
 		copy(c[:], kb.vecs[i*sigWords:(i+1)*sigWords])
 		var f [SigDim]float64
 		for j := range f {
 			f[j] = float64(c.feature(j)) / codeScale
 		}
-		xs = append(xs, classifierRow(&f))
-		ys = append(ys, k)
+		rule := -1
+		if r := kb.meta[i].rules; r > 0 {
+			rule = ruleIndex[r]
+		}
+		ts.xs = append(ts.xs, classifierRow(&f, rule, len(ts.rules)))
 	}
-	return causes, xs, ys, kb.gen
+	ts.gen = kb.gen
+	return ts
 }
 
 // equalStrings reports whether a and b hold the same strings in order.

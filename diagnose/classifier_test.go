@@ -57,7 +57,7 @@ func TestClassifierLearnsCombination(t *testing.T) {
 	for i := 0; i < n; i++ {
 		ci := i % 3
 		sig := draw(ci)
-		p := fit.probs(sig)
+		p := fit.probs(sig, "")
 		best := ""
 		for _, c := range causes {
 			if best == "" || p[c] > p[best] {
@@ -124,10 +124,10 @@ func BenchmarkClassifierFit(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	causes, xs, ys, _ := kb.trainingSet()
+	ts := kb.trainingSet()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if fitClassifier(causes, xs, ys, nil) == nil {
+		if fitClassifier(ts.causes, ts.rules, ts.xs, ts.ys, nil) == nil {
 			b.Fatal("fit failed")
 		}
 	}

@@ -98,7 +98,16 @@ const (
 // Diagnose names the root cause of s. It never panics on odd input: missing
 // fields, short history and extreme values give a weaker diagnosis, not an
 // error.
-func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
+func (e *Engine) Diagnose(s m.Snapshot) Diagnosis { return e.diagnose(s, true) }
+
+// RulesCause is the cause the rules alone name for s, before the
+// knowledge base has a say: what a labelled case stores as its
+// LabelledCase.RulesCause.
+func (e *Engine) RulesCause(s m.Snapshot) string { return e.diagnose(s, false).RootCause }
+
+// diagnose is Diagnose, with the knowledge base (matching and the learned
+// calibration) only when withCases.
+func (e *Engine) diagnose(s m.Snapshot, withCases bool) Diagnosis {
 	s, recent := SplitRecent(s)
 	base, counts := deviationsAndCounts(s)
 	in := Input{Snapshot: s, Baseline: base}
@@ -200,7 +209,7 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 	case foot < 0.9:
 		d.Notes = append(d.Notes, fmt.Sprintf(noteShortBaseline, 100*foot))
 	}
-	if e.cases.Len() > 0 {
+	if withCases && e.cases.Len() > 0 {
 		sig := signatureOf(s, base)
 		mt := e.cases.Match(sig, e.neighbours, s.At)
 		rulesCause := d.RootCause
@@ -208,7 +217,7 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 		if !changed {
 			e.nameMildFault(&d, sig)
 		}
-		probs := e.model.forKB(e.cases).probs(sig)
+		probs := e.model.forKB(e.cases).probs(sig, rulesCause)
 		if _, ok := e.fuseMatch(&d, mt, probs, order); ok || d.RootCause != rulesCause {
 			d.Evidence = d.Evidence[:0]
 			d.Evidence = appendAnomalies(d.Evidence, s, base, anomalous)
@@ -216,8 +225,10 @@ func (e *Engine) Diagnose(s m.Snapshot) Diagnosis {
 		}
 	}
 	d.Uncalibrated = d.Confidence
-	if fit := e.calib.forKB(e.cases); fit != nil {
-		d.Confidence = round3(fit.apply(d.Confidence))
+	if withCases {
+		if fit := e.calib.forKB(e.cases); fit != nil {
+			d.Confidence = round3(fit.apply(d.Confidence))
+		}
 	}
 	d.Title = causeTitle(d.RootCause)
 	d.Severity = severity(in, d.RootCause, foot)

@@ -155,7 +155,7 @@ func EvaluateFeedback(cases []m.Case, opts FeedbackOptions) (FeedbackReport, err
 			review = Corrected
 		}
 		knn.Add(c.Snapshot, label)
-		if err := kb.Add(LabelledCase{ID: fmt.Sprintf("case-%d", i+1), Snapshot: c.Snapshot, Cause: label, Review: review, Confidence: md.Uncalibrated}); err != nil {
+		if err := kb.Add(LabelledCase{ID: fmt.Sprintf("case-%d", i+1), Snapshot: c.Snapshot, Cause: label, Review: review, Confidence: md.Uncalibrated, RulesCause: rd.RootCause}); err != nil {
 			return rep, fmt.Errorf("diagnose: feedback case %d: %w", i+1, err)
 		}
 	}

@@ -74,18 +74,21 @@ type SignedCase struct {
 	// Confidence is the uncalibrated confidence of the reviewed
 	// diagnosis; 0 means unknown (see LabelledCase).
 	Confidence float64
+	// RulesCause is what the rules alone named; "" means unknown (see
+	// LabelledCase).
+	RulesCause string
 }
 
 // Signed computes c's signature and returns c as a SignedCase.
 func (c LabelledCase) Signed() SignedCase {
-	return SignedCase{ID: c.ID, Signature: NewSignature(c.Snapshot), Cause: c.Cause, Review: c.Review, At: caseTime(c), Confidence: c.Confidence}
+	return SignedCase{ID: c.ID, Signature: NewSignature(c.Snapshot), Cause: c.Cause, Review: c.Review, At: caseTime(c), Confidence: c.Confidence, RulesCause: c.RulesCause}
 }
 
 // PutSigned learns c, replacing the stored case with the same ID if there
 // is one (a relabelled incident), else adding it.
 func (kb *KnowledgeBase) PutSigned(c SignedCase) error {
 	fresh := NewKnowledgeBase()
-	if err := fresh.addSignature(c.ID, c.Signature, c.Cause, c.Review, c.At, c.Confidence); err != nil {
+	if err := fresh.addSigned(c); err != nil {
 		return err
 	}
 	return kb.putFrom(fresh, c.ID)
@@ -98,7 +101,7 @@ func (kb *KnowledgeBase) ReplaceSigned(cases []SignedCase) error {
 	fresh.vecs = make([]uint64, 0, len(cases)*sigWords)
 	fresh.meta = make([]caseMeta, 0, len(cases))
 	for _, c := range cases {
-		if err := fresh.addSignature(c.ID, c.Signature, c.Cause, c.Review, c.At, c.Confidence); err != nil {
+		if err := fresh.addSigned(c); err != nil {
 			return err
 		}
 	}

@@ -263,6 +263,10 @@ type LabelledCase struct {
 	// review confirmed or corrected (Diagnosis.Uncalibrated); 0 means
 	// unknown. Reviews with it teach the calibration (calibration.go).
 	Confidence float64
+	// RulesCause is what the rules alone named for the snapshot
+	// (Engine.RulesCause); "" means unknown (a case stored before it was
+	// kept). The classifier learns from it where the rules go wrong.
+	RulesCause string
 }
 
 // Neighbour is one stored case close to a query.
@@ -281,6 +285,7 @@ type caseMeta struct {
 	id     string
 	at     int64 // unix seconds
 	cause  uint16
+	rules  uint16  // the rules' own cause: 1 + its index in ruleCauses, 0 unknown
 	conf   float32 // uncalibrated confidence of the reviewed diagnosis, 0 unknown
 	review Review
 }
@@ -296,6 +301,10 @@ type KnowledgeBase struct {
 	meta   []caseMeta
 	causes []string
 	index  map[string]uint16
+	// ruleCauses are the distinct causes the rules named for the stored
+	// cases (caseMeta.rules), in first-seen order.
+	ruleCauses []string
+	ruleIndex  map[string]uint16
 	// Per cause: the summed features and the case indices in insertion
 	// order, for explaining away (explain.go), and the summed squared
 	// features, for the learned feature weights (weights.go).
@@ -317,8 +326,7 @@ const maxCauses = math.MaxUint16
 
 // Add learns one labelled case.
 func (kb *KnowledgeBase) Add(c LabelledCase) error {
-	sig := NewSignature(c.Snapshot)
-	return kb.addSignature(c.ID, sig, c.Cause, c.Review, caseTime(c), c.Confidence)
+	return kb.addSigned(c.Signed())
 }
 
 // caseTime is the incident time of c.
@@ -331,13 +339,13 @@ func caseTime(c LabelledCase) time.Time {
 
 // AddSignature learns a case from a precomputed signature.
 func (kb *KnowledgeBase) AddSignature(id string, sig Signature, cause string, review Review, at time.Time) error {
-	return kb.addSignature(id, sig, cause, review, at, 0)
+	return kb.addSigned(SignedCase{ID: id, Signature: sig, Cause: cause, Review: review, At: at})
 }
 
-// addSignature is AddSignature with the uncalibrated confidence of the
-// reviewed diagnosis (0 unknown).
-func (kb *KnowledgeBase) addSignature(id string, sig Signature, cause string, review Review, at time.Time, conf float64) error {
-	cause = strings.TrimSpace(cause)
+// addSigned learns c.
+func (kb *KnowledgeBase) addSigned(c SignedCase) error {
+	id, sig, review, at := c.ID, c.Signature, c.Review, c.At
+	cause := strings.TrimSpace(c.Cause)
 	if cause == "" {
 		return fmt.Errorf("diagnose: knowledge base: case %q has no cause", id)
 	}
@@ -358,16 +366,39 @@ func (kb *KnowledgeBase) addSignature(id string, sig Signature, cause string, re
 		kb.causes = append(kb.causes, cause)
 		kb.index[cause] = ci
 	}
-	c := sig.encode()
-	kb.account(ci, len(kb.meta), &c, 1)
-	kb.vecs = append(kb.vecs, c[:]...)
+	enc := sig.encode()
+	kb.account(ci, len(kb.meta), &enc, 1)
+	kb.vecs = append(kb.vecs, enc[:]...)
 	var t int64
 	if !at.IsZero() {
 		t = at.Unix()
 	}
-	kb.meta = append(kb.meta, caseMeta{id: id, at: t, cause: ci, review: review, conf: confOf(conf)})
+	kb.meta = append(kb.meta, caseMeta{id: id, at: t, cause: ci, review: review, conf: confOf(c.Confidence), rules: kb.ruleCode(c.RulesCause)})
 	kb.gen++
 	return nil
+}
+
+// ruleCode is the caseMeta.rules code of the rules' cause r, adding it to
+// ruleCauses when new; "" (unknown) and causes beyond maxCauses are 0.
+// The caller holds the write lock.
+func (kb *KnowledgeBase) ruleCode(r string) uint16 {
+	r = strings.TrimSpace(r)
+	if r == "" {
+		return 0
+	}
+	if kb.ruleIndex == nil {
+		kb.ruleIndex = map[string]uint16{}
+	}
+	if i, ok := kb.ruleIndex[r]; ok {
+		return i + 1
+	}
+	if len(kb.ruleCauses) >= maxCauses-1 {
+		return 0
+	}
+	i := uint16(len(kb.ruleCauses))
+	kb.ruleCauses = append(kb.ruleCauses, r)
+	kb.ruleIndex[r] = i
+	return i + 1
 }
 
 // Put learns c, replacing the stored case with the same ID if there is one
@@ -394,6 +425,10 @@ func (kb *KnowledgeBase) putFrom(fresh *KnowledgeBase, id string) error {
 		kb.index[cause] = ci
 	}
 	md.cause = ci
+	md.rules = 0
+	if fresh.meta[0].rules > 0 {
+		md.rules = kb.ruleCode(fresh.ruleCauses[fresh.meta[0].rules-1])
+	}
 	kb.gen++
 	var nc code
 	copy(nc[:], fresh.vecs)
@@ -428,6 +463,7 @@ func (kb *KnowledgeBase) Replace(cases []LabelledCase) error {
 func (kb *KnowledgeBase) swap(fresh *KnowledgeBase) {
 	kb.mu.Lock()
 	kb.vecs, kb.meta, kb.causes, kb.index = fresh.vecs, fresh.meta, fresh.causes, fresh.index
+	kb.ruleCauses, kb.ruleIndex = fresh.ruleCauses, fresh.ruleIndex
 	kb.sums, kb.sqs, kb.byCause = fresh.sums, fresh.sqs, fresh.byCause
 	kb.gen += fresh.gen + 1
 	kb.mu.Unlock()
@@ -445,8 +481,8 @@ func (kb *KnowledgeBase) Len() int {
 
 // BytesPerCase is the memory one stored case takes, not counting its id's
 // bytes: the code (SigDim bytes, the only part a query scans) plus its
-// metadata (id string header 16, time 8, cause 2, review 8, padded: 40)
-// and its entry in its cause's index list (4).
+// metadata (id string header 16, time 8, cause and rules' cause 2 each,
+// confidence 4, review 8: 40) and its entry in its cause's index list (4).
 const BytesPerCase = SigDim + 44
 
 // Similarity scale: the mean absolute feature difference (features in
