@@ -166,3 +166,63 @@ func openUpgraded(t *testing.T, path string, migs []Migration) *Store {
 	}
 	return s
 }
+
+// TestMigrationCaseRulesCause builds an archive with migrations 1-9
+// holding a reviewed incident and its stored signature, opens it with the
+// current code, and checks that migration 10 keeps the signature with an
+// unknown rules' cause, and that a signature stored afterwards carries
+// the rules' cause it was given.
+func TestMigrationCaseRulesCause(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v9.db")
+	migs, err := Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(migs) < 10 || migs[9].Version != 10 {
+		t.Fatalf("migration 10 missing: %d migrations", len(migs))
+	}
+	db := oldArchive(t, path, migs[:9])
+	seedLabelledIncident(t, db, 5000000000)
+	if _, err := db.ExecContext(ctx, `INSERT INTO case_signatures (incident_id, version, verdict, cause, signature) VALUES (1, 1, 'wrong', 'none', x'01020304')`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s := openUpgraded(t, path, migs)
+	defer s.Close()
+	each := func() []ReviewedCase {
+		var out []ReviewedCase
+		if err := s.EachReviewedCase(ctx, 1, func(c ReviewedCase) error {
+			c.Signature = append([]byte(nil), c.Signature...)
+			out = append(out, c)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	got := each()
+	if len(got) != 1 || string(got[0].Signature) != "\x01\x02\x03\x04" || got[0].RulesCause != "" || got[0].Cause != "none" {
+		t.Fatalf("reviewed cases of the upgraded archive: %+v, want the old signature with no rules' cause", got)
+	}
+	put := func(rules string) {
+		t.Helper()
+		if n, err := s.PutCaseSignatures(ctx, []CaseSignature{{IncidentID: 1, Version: 1, Verdict: VerdictWrong, Cause: "none", Signature: []byte{5, 6}, RulesCause: rules}}); err != nil || n != 1 {
+			t.Fatalf("put: %d, %v", n, err)
+		}
+	}
+	put("queue_backlog")
+	if got := each(); len(got) != 1 || got[0].RulesCause != "queue_backlog" || string(got[0].Signature) != "\x05\x06" {
+		t.Errorf("after put with the rules' cause: %+v", got)
+	}
+	// A rewrite without it stores unknown (NULL), not the old value.
+	put("")
+	var null int
+	if err := s.r.QueryRowContext(ctx, `SELECT rules_cause IS NULL FROM case_signatures WHERE incident_id = 1`).Scan(&null); err != nil || null != 1 {
+		t.Errorf("rules_cause IS NULL = %d (%v) after a put without one, want 1", null, err)
+	}
+	if got := each(); len(got) != 1 || got[0].RulesCause != "" {
+		t.Errorf("after put without the rules' cause: %+v", got)
+	}
+}

@@ -13,9 +13,11 @@ import (
 // Case signatures. The diagnoser's knowledge base holds one signature per
 // reviewed incident. The archive stores each signature beside the label it
 // was computed for (case_signatures), so a start reads one row per case
-// instead of decoding and re-deriving every snapshot. The store treats the
-// signature as opaque bytes with a format version; the diagnoser encodes
-// and decodes it.
+// instead of decoding and re-deriving every snapshot. Beside it sits the
+// cause the rules alone named for the snapshot (migration 10), which the
+// diagnoser's classifier reads as a feature; it is NULL for signatures
+// stored before. The store treats the signature as opaque bytes with a
+// format version; the diagnoser encodes and decodes it.
 
 // MaxSignatureBytes bounds a stored signature (the schema enforces it too).
 const MaxSignatureBytes = 1024
@@ -35,6 +37,9 @@ type CaseSignature struct {
 	Verdict   Verdict
 	Cause     string
 	Signature []byte
+	// RulesCause is the cause the rules alone named for the snapshot
+	// (diagnose.Engine.RulesCause); "" is stored as unknown (NULL).
+	RulesCause string
 }
 
 // ReviewedCase is a reviewed incident as the knowledge base loads it.
@@ -49,6 +54,10 @@ type ReviewedCase struct {
 	// for the current label, or nil when there is none. It is valid only
 	// until the callback returns.
 	Signature []byte
+	// RulesCause is the cause the rules alone named, stored with the
+	// signature; "" when unknown (no signature, or one stored before the
+	// archive kept it).
+	RulesCause string
 }
 
 // EachReviewedCase calls fn for every reviewed incident that teaches a
@@ -57,7 +66,7 @@ type ReviewedCase struct {
 // stops the scan and is returned.
 func (s *Store) EachReviewedCase(ctx context.Context, version int, fn func(ReviewedCase) error) error {
 	rows, err := s.r.QueryContext(ctx, `
-		SELECT i.id, i.verdict, `+reviewedCause+`, i.opened_at, s.signature
+		SELECT i.id, i.verdict, `+reviewedCause+`, i.opened_at, s.signature, coalesce(s.rules_cause, '')
 		FROM incidents i
 		LEFT JOIN case_signatures s ON s.incident_id = i.id AND s.version = ?
 			AND s.verdict = i.verdict AND s.cause = `+reviewedCause+`
@@ -74,7 +83,7 @@ func (s *Store) EachReviewedCase(ctx context.Context, version int, fn func(Revie
 			at      int64
 			sig     sql.RawBytes
 		)
-		if err := rows.Scan(&c.IncidentID, &verdict, &c.Cause, &at, &sig); err != nil {
+		if err := rows.Scan(&c.IncidentID, &verdict, &c.Cause, &at, &sig, &c.RulesCause); err != nil {
 			return fmt.Errorf("store: reviewed cases: %w", err)
 		}
 		c.Verdict, c.At, c.Signature = Verdict(verdict), fromNanos(at), sig
@@ -110,18 +119,18 @@ func (s *Store) PutCaseSignatures(ctx context.Context, sigs []CaseSignature) (in
 	}
 	defer tx.Rollback()
 	stmt, err := tx.PrepareContext(ctx, `
-		INSERT INTO case_signatures (incident_id, version, verdict, cause, signature)
-		SELECT i.id, ?, i.verdict, `+reviewedCause+`, ? FROM incidents i
+		INSERT INTO case_signatures (incident_id, version, verdict, cause, signature, rules_cause)
+		SELECT i.id, ?, i.verdict, `+reviewedCause+`, ?, nullif(?, '') FROM incidents i
 		WHERE i.id = ? AND i.verdict = ? AND `+reviewedCause+` = ?
 		ON CONFLICT (incident_id) DO UPDATE SET version = excluded.version, verdict = excluded.verdict,
-			cause = excluded.cause, signature = excluded.signature`)
+			cause = excluded.cause, signature = excluded.signature, rules_cause = excluded.rules_cause`)
 	if err != nil {
 		return 0, fmt.Errorf("store: put case signatures: %w", err)
 	}
 	defer stmt.Close()
 	n := 0
 	for _, c := range sigs {
-		res, err := stmt.ExecContext(ctx, c.Version, c.Signature, c.IncidentID, string(c.Verdict), c.Cause)
+		res, err := stmt.ExecContext(ctx, c.Version, c.Signature, c.RulesCause, c.IncidentID, string(c.Verdict), c.Cause)
 		if err != nil {
 			return 0, fmt.Errorf("store: put case signature of incident %d: %w", c.IncidentID, err)
 		}
