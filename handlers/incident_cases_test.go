@@ -130,11 +130,12 @@ func storedSignatures(t *testing.T, st *store.Store) (map[int64]diagnose.Signatu
 }
 
 // fromSnapshots is an engine that learned the archive's reviewed cases by
-// signing their snapshots, oldest first: the knowledge base LoadCases
-// must reproduce.
+// signing their snapshots and asking the rules for their cause, oldest
+// first: the knowledge base LoadCases must reproduce.
 func fromSnapshots(t *testing.T, st *store.Store) *diagnose.Engine {
 	t.Helper()
 	_, reviewed := storedSignatures(t, st)
+	e := diagnose.New(diagnose.Options{})
 	var cases []diagnose.LabelledCase
 	for _, c := range reviewed {
 		inc, err := st.Incident(context.Background(), c.IncidentID)
@@ -145,9 +146,9 @@ func fromSnapshots(t *testing.T, st *store.Store) *diagnose.Engine {
 		if inc.Verdict == store.VerdictWrong {
 			review = diagnose.Corrected
 		}
-		cases = append(cases, diagnose.LabelledCase{ID: strconv.FormatInt(inc.ID, 10), Snapshot: inc.Snapshot, Cause: inc.TrueCause, Review: review, At: inc.OpenedAt})
+		cases = append(cases, diagnose.LabelledCase{ID: strconv.FormatInt(inc.ID, 10), Snapshot: inc.Snapshot, Cause: inc.TrueCause, Review: review, At: inc.OpenedAt,
+			RulesCause: e.RulesCause(inc.Snapshot)})
 	}
-	e := diagnose.New(diagnose.Options{})
 	if err := e.Learn(cases); err != nil {
 		t.Fatal(err)
 	}
@@ -217,6 +218,16 @@ func TestLabelStoresCaseSignature(t *testing.T) {
 	for _, inc := range incs {
 		if sigs[inc.ID] != diagnose.NewSignature(inc.Snapshot) {
 			t.Errorf("incident %d: the stored signature is not its snapshot's", inc.ID)
+		}
+	}
+	rules := diagnose.New(diagnose.Options{})
+	for i, rc := range reviewed {
+		inc, err := st.Incident(context.Background(), rc.IncidentID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := rules.RulesCause(inc.Snapshot); rc.RulesCause != want || want == "" {
+			t.Errorf("reviewed case %d (incident %d): stored rules' cause %q, want %q", i, rc.IncidentID, rc.RulesCause, want)
 		}
 	}
 	sameMatches(t, loadFresh(t, st, len(incs)), fromSnapshots(t, st))
@@ -293,9 +304,18 @@ func TestLoadCasesBackfills(t *testing.T) {
 	if len(sigs) != len(incs) {
 		t.Fatalf("%d signatures stored by the backfill, want %d", len(sigs), len(incs))
 	}
+	_, reviewed := storedSignatures(t, st)
+	rules := diagnose.New(diagnose.Options{})
+	byID := map[int64]string{}
+	for _, rc := range reviewed {
+		byID[rc.IncidentID] = rc.RulesCause
+	}
 	for _, inc := range incs {
 		if sigs[inc.ID] != diagnose.NewSignature(inc.Snapshot) {
 			t.Errorf("incident %d: backfilled signature is not its snapshot's", inc.ID)
+		}
+		if got, want := byID[inc.ID], rules.RulesCause(inc.Snapshot); got != want {
+			t.Errorf("incident %d: backfilled rules' cause %q, want %q", inc.ID, got, want)
 		}
 	}
 	want := fromSnapshots(t, st)

@@ -29,7 +29,8 @@ type unsigned struct {
 }
 
 // LoadCases teaches the diagnoser every reviewed incident of the archive
-// (its stored signature and its true cause), oldest first, and returns
+// (its stored signature, the rules' own cause stored with it, and its
+// true cause), oldest first, and returns
 // how many. The signatures are read in one query; a reviewed incident
 // without one for its current label and the current signature format (an
 // archive from before signatures were stored, a format change, a write
@@ -50,7 +51,7 @@ func (s *Service) LoadCases(ctx context.Context) (int, error) {
 		bad     int
 	)
 	err := s.o.Archive.EachReviewedCase(ctx, diagnose.SignatureVersion, func(rc store.ReviewedCase) error {
-		c := diagnose.SignedCase{ID: strconv.FormatInt(rc.IncidentID, 10), Cause: rc.Cause, Review: reviewOf(rc.Verdict), At: rc.At}
+		c := diagnose.SignedCase{ID: strconv.FormatInt(rc.IncidentID, 10), Cause: rc.Cause, Review: reviewOf(rc.Verdict), At: rc.At, RulesCause: rc.RulesCause}
 		if rc.Signature != nil {
 			if err := c.Signature.UnmarshalBinary(rc.Signature); err == nil {
 				cases = append(cases, c)
@@ -109,6 +110,7 @@ func (s *Service) backfill(ctx context.Context, cases []diagnose.SignedCase, mis
 			}
 			c := &cases[u.idx]
 			c.Signature = diagnose.NewSignature(snap)
+			c.RulesCause = s.o.Learner.RulesCause(snap)
 			rows = append(rows, signatureRow(u.id, *c))
 		}
 		n, err := s.o.Archive.PutCaseSignatures(ctx, rows)
@@ -146,7 +148,7 @@ func signatureRow(id int64, c diagnose.SignedCase) store.CaseSignature {
 	if c.Review == diagnose.Corrected {
 		v = store.VerdictWrong
 	}
-	return store.CaseSignature{IncidentID: id, Version: diagnose.SignatureVersion, Verdict: v, Cause: c.Cause, Signature: b}
+	return store.CaseSignature{IncidentID: id, Version: diagnose.SignatureVersion, Verdict: v, Cause: c.Cause, Signature: b, RulesCause: c.RulesCause}
 }
 
 // ensureCases loads the reviewed incidents once, before the first
@@ -171,8 +173,8 @@ func (s *Service) ensureCases(ctx context.Context) {
 }
 
 // learnIncident signs the current label of incident id after a review,
-// stores the signature beside the label and teaches the diagnoser the
-// case. The label itself is already stored: failures are logged, and a
+// stores the signature and the rules' own cause beside the label and
+// teaches the diagnoser the case. The label itself is already stored: failures are logged, and a
 // signature that was not stored is computed again at the next start.
 func (s *Service) learnIncident(ctx context.Context, id int64) {
 	inc, err := s.o.Archive.Incident(ctx, id)
@@ -184,10 +186,13 @@ func (s *Service) learnIncident(ctx context.Context, id int64) {
 	if !ok {
 		return
 	}
+	l := s.o.Learner
+	if l != nil {
+		c.RulesCause = l.RulesCause(inc.Snapshot)
+	}
 	if _, err := s.o.Archive.PutCaseSignatures(ctx, []store.CaseSignature{signatureRow(inc.ID, c)}); err != nil {
 		s.o.Logger.WarnContext(ctx, "incidents: case signature not stored; it is recomputed at the next start", "incident", id, "err", err)
 	}
-	l := s.o.Learner
 	if l == nil {
 		return
 	}

@@ -51,6 +51,9 @@ type CaseLearner interface {
 	LearnSigned(cases []diagnose.SignedCase) error
 	// LearnSignedCase learns one case, replacing an earlier one with its ID.
 	LearnSignedCase(c diagnose.SignedCase) error
+	// RulesCause is the cause the rules alone name for a snapshot, stored
+	// with a labelled case's signature.
+	RulesCause(s metrics.Snapshot) string
 }
 
 // Options are the service's dependencies and settings. Archive, Capture
