@@ -132,3 +132,122 @@ func BenchmarkClassifierFit(b *testing.B) {
 		}
 	}
 }
+
+// TestClassifierCorrectsRules: the rules systematically confuse two
+// causes (they name b for a's cases and a for b's) whose signatures alike
+// do not tell apart, while they name c right. From the rules' cause stored
+// with each case the classifier learns the correction; without it
+// (cases stored before the rules' cause was kept) it can only guess
+// between a and b. A rules' cause it never saw counts as unknown.
+func TestClassifierCorrectsRules(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	causes := []string{"a", "b", "c"}
+	rulesSay := map[string]string{"a": "b", "b": "a", "c": "c"}
+	draw := func(ci int) Signature {
+		var s Signature
+		for f := range s {
+			s[f] = float32(0.4 * rng.NormFloat64())
+		}
+		if ci == 2 {
+			s[3] += 0.6
+		}
+		for f := range s {
+			s[f] = max(-1, min(1, s[f]))
+		}
+		return s
+	}
+	with, without := NewKnowledgeBase(), NewKnowledgeBase()
+	for i := 0; i < 150; i++ {
+		ci := i % 3
+		sig := draw(ci)
+		c := SignedCase{ID: fmt.Sprint(i), Signature: sig, Cause: causes[ci], Review: Truth}
+		if err := without.PutSigned(c); err != nil {
+			t.Fatal(err)
+		}
+		c.RulesCause = rulesSay[causes[ci]]
+		if err := with.PutSigned(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ccWith, ccWithout classifierCache
+	fitWith, fitWithout := ccWith.forKB(with), ccWithout.forKB(without)
+	if fitWith == nil || fitWithout == nil {
+		t.Fatal("no classifier from 150 cases")
+	}
+	if len(fitWith.rules) != 3 || len(fitWithout.rules) != 0 {
+		t.Fatalf("rules' causes of the fits: %v and %v, want three and none", fitWith.rules, fitWithout.rules)
+	}
+	top := func(p map[string]float64) string {
+		best := ""
+		for _, c := range causes {
+			if best == "" || p[c] > p[best] {
+				best = c
+			}
+		}
+		return best
+	}
+	n := 300
+	right, rightWithout, rulesRight, unseen := 0, 0, 0, 0
+	for i := 0; i < n; i++ {
+		ci := i % 3
+		sig := draw(ci)
+		rules := rulesSay[causes[ci]]
+		right += b2i(top(fitWith.probs(sig, rules)) == causes[ci])
+		rightWithout += b2i(top(fitWithout.probs(sig, rules)) == causes[ci])
+		rulesRight += b2i(rules == causes[ci])
+		// An answer no training case had reads as unknown: the signature
+		// still names c, and a and b stay a guess.
+		if ci == 2 {
+			unseen += b2i(top(fitWith.probs(sig, "never_seen")) == "c")
+		}
+	}
+	t.Logf("rules %d/%d, classifier with the rules' cause %d/%d, without %d/%d", rulesRight, n, right, n, rightWithout, n)
+	if acc := float64(right) / float64(n); acc < 0.95 {
+		t.Errorf("with the rules' cause the classifier is right on %.0f%%, want at least 95%%", 100*acc)
+	}
+	if acc := float64(rightWithout) / float64(n); acc > 0.8 {
+		t.Errorf("without the rules' cause the classifier is right on %.0f%%: the signatures should not tell a from b", 100*acc)
+	}
+	if unseen < n/3*7/10 {
+		t.Errorf("with an unseen rules' cause, c named on %d of %d of its cases", unseen, n/3)
+	}
+}
+
+// TestRulesCauseKept: the rules' cause of a case survives ReplaceSigned
+// and PutSigned (which remaps it into the receiving knowledge base), and a
+// relabel without it leaves it unknown.
+func TestRulesCauseKept(t *testing.T) {
+	kb := NewKnowledgeBase()
+	if err := kb.ReplaceSigned([]SignedCase{
+		{ID: "1", Cause: "a", RulesCause: "x", Review: Truth},
+		{ID: "2", Cause: "b", Review: Truth},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kb.PutSigned(SignedCase{ID: "3", Cause: "a", RulesCause: "y", Review: Truth}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kb.PutSigned(SignedCase{ID: "2", Cause: "b", RulesCause: "y", Review: Corrected}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kb.PutSigned(SignedCase{ID: "1", Cause: "a", Review: Corrected}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, md := range kb.meta {
+		r := ""
+		if md.rules > 0 {
+			r = kb.ruleCauses[md.rules-1]
+		}
+		got[md.id] = r
+	}
+	want := map[string]string{"1": "", "2": "y", "3": "y"}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("case %s: rules' cause %q, want %q (all %v)", id, got[id], w, got)
+		}
+	}
+	if ts := kb.trainingSet(); !equalStrings(ts.rules, []string{"y"}) || len(ts.xs[0]) != classifierDim(1) {
+		t.Errorf("training set rules' causes %v, row length %d; want [y] and %d", ts.rules, len(ts.xs[0]), classifierDim(1))
+	}
+}
