@@ -70,11 +70,13 @@
 //     similarity², review (a correction counts 1.5) and recency (90-day
 //     half-life, floor 0.25). Once the knowledge base holds 50 cases, a
 //     multinomial logistic regression of the label on the signature (the
-//     features and their absolute values, classifier.go), refitted as
-//     cases arrive, adds its probabilities to the votes with the support
-//     of three close cases: it learns which combinations of features
-//     separate the labelled causes, where the vote counts every feature
-//     of a neighbour alike. Their votes and the rules' answer are mixed
+//     features, their absolute values and a one-hot of the cause the
+//     rules alone named for the case, which each labelled case keeps;
+//     classifier.go), refitted as cases arrive, adds its probabilities to
+//     the votes with the support of three close cases: it learns which
+//     combinations of features separate the labelled causes, where the
+//     vote counts every feature of a neighbour alike, and where the rules
+//     name a symptom in place of the labelled cause. Their votes and the rules' answer are mixed
 //     with a weight that grows with the votes' support, so close agreeing
 //     cases overturn a rule (the diagnosis notes why) and can name a cause
 //     no rule covers, while a few distant or split cases leave it. The
