@@ -543,9 +543,7 @@ func TestDetectorRoutineBursts(t *testing.T) {
 		t.Errorf("routine rule on: %d first-day alerts (want >= 2), %d alerts on days 5-8 (want 0), deep burst alerted %v (want true), %d routine excursions (want >= 10)",
 			early, lateN, deep, st.Routine)
 	}
-	// The bursty rule would also judge these bursts by the series' record
-	// (its history is heavy-tailed); off too, to see the routine rule alone.
-	_, lateOff, deepOff, _ := run(DetectorOptions{RoutinePerDay: -1, BurstyPerDay: -1})
+	_, lateOff, deepOff, _ := run(DetectorOptions{RoutinePerDay: -1})
 	if lateOff < 8 || !deepOff {
 		t.Errorf("routine rule off: %d alerts on days 5-8 (want >= 8), deep burst alerted %v", lateOff, deepOff)
 	}

@@ -112,8 +112,8 @@ func TestDetectorIntermittentBursts(t *testing.T) {
 	// two weeks must not alert with the record judging them, and a burst
 	// of 300, ten times the largest, must. With the rule off (and the
 	// routine rule off in both runs, to see this one alone), the routine
-	// bursts alert. The series is intermittent (bursty.go), so by
-	// default BurstyPerDay judges it the same way without FalsePerDay.
+	// bursts alert. The series is intermittent (bursty.go), so
+	// BurstyPerDay judges it the same way without FalsePerDay.
 	rng := rand.New(rand.NewPCG(3, 3))
 	const n = 28 * 24
 	s := make([]metrics.Sample, n)
@@ -142,17 +142,17 @@ func TestDetectorIntermittentBursts(t *testing.T) {
 		}
 		return lateAlerts, deep
 	}
-	lateOn, deepOn := run(0.1, -1)
-	lateDefault, deepDefault := run(0, 0)
-	lateOff, deepOff := run(0, -1)
+	lateOn, deepOn := run(0.1, 0)
+	lateBursty, deepBursty := run(0, 0.1)
+	lateOff, deepOff := run(0, 0)
 	if lateOff < 10 || !deepOff {
 		t.Errorf("rules off: %d routine bursts alerted in the last two weeks (want >= 10), deep burst alerted %v", lateOff, deepOff)
 	}
 	if 3*lateOn > lateOff || !deepOn {
 		t.Errorf("FalsePerDay on: %d routine bursts alerted in the last two weeks (want at most a third of the %d with it off), deep burst alerted %v (want true)", lateOn, lateOff, deepOn)
 	}
-	if 3*lateDefault > lateOff || !deepDefault {
-		t.Errorf("defaults (BurstyPerDay): %d routine bursts alerted in the last two weeks (want at most a third of the %d with it off), deep burst alerted %v (want true)", lateDefault, lateOff, deepDefault)
+	if 3*lateBursty > lateOff || !deepBursty {
+		t.Errorf("BurstyPerDay on: %d routine bursts alerted in the last two weeks (want at most a third of the %d with it off), deep burst alerted %v (want true)", lateBursty, lateOff, deepBursty)
 	}
 }
 
