@@ -34,6 +34,7 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	windowsFile := fs.String("windows", "", "labelled anomaly windows, a CSV of start,end with a header or a NAB-style JSON label file (its entry for the --csv file): also print how many the alerts detected, the median delay and the alerts outside every window")
 	warmup := fs.Float64("warmup", 0.15, "with --windows: share of the rows at the start, the detector's warm-up, whose alerts are not scored (0-0.9)")
 	falsePerDay := fs.Float64("false-per-day", 0, "false-alert budget per series and day: a run alerts only when the series made runs as deep at most this often a day in its own record (episodes counted once, a Pareto tail beyond the deepest); the alert line and the trace show the rate as p (default 0: off)")
+	burstyPerDay := fs.Float64("bursty-per-day", 0, "false-alert budget per day for series whose history is intermittent (a quarter of the samples at the minimum) or heavy-tailed, as --false-per-day but for those series only (default 0: off)")
 	maxProb := fs.Float64("max-prob", 0, "a run alerts only when its probability under the series' own record of forecast errors (prob= on the alert line) is at most this (default 0: off)")
 	events := fs.Bool("events", false, "also print when an alert ends and when a level shift is absorbed")
 	if err := parseFlags(fs, args, env, stderr); err != nil {
@@ -67,7 +68,10 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	if *maxProb < 0 || *maxProb > 1 {
 		return fmt.Errorf("%w: --max-prob must be 0 (off) to 1, got %g", errUsage, *maxProb)
 	}
-	opts := forecast.DetectorOptions{Consecutive: *consecutive, FalsePerDay: *falsePerDay, MaxProb: *maxProb}
+	if *burstyPerDay < 0 || *burstyPerDay > 1e6 {
+		return fmt.Errorf("%w: --bursty-per-day must be 0 (off) to 1e6, got %g", errUsage, *burstyPerDay)
+	}
+	opts := forecast.DetectorOptions{Consecutive: *consecutive, FalsePerDay: *falsePerDay, MaxProb: *maxProb, BurstyPerDay: *burstyPerDay}
 	if *consecutive == 0 {
 		opts.For, opts.SingleZ, opts.ClearFor = *forDur, *singleZ, *clearFor
 	}

@@ -83,6 +83,10 @@ func TestDetectCmd(t *testing.T) {
 			[]string{"--csv", good, "--metric", "tpot_ms", "--max-prob", "0.01"}, noEnv,
 			[]string{stepAt.Format(time.RFC3339) + " firing", " prob="}, ""},
 		{"bad --max-prob", []string{"--csv", good, "--max-prob", "2"}, noEnv, nil, "--max-prob must be"},
+		{"bad --bursty-per-day", []string{"--csv", good, "--bursty-per-day", "-1"}, noEnv, nil, "--bursty-per-day must be"},
+		{"with --bursty-per-day, a step on a series that is not bursty still alerts",
+			[]string{"--csv", good, "--metric", "tpot_ms", "--bursty-per-day", "0.1"}, noEnv,
+			[]string{stepAt.Format(time.RFC3339) + " firing"}, ""},
 		{"unknown metric", []string{"--csv", good, "--metric", "nope"}, noEnv, nil, "not a catalog id"},
 		{"missing file", []string{"--csv", filepath.Join(dir, "none.csv")}, noEnv, nil, "no such file"},
 	}

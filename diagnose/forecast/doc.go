@@ -105,6 +105,15 @@
 // bursty series, whose normal bursts are many standard errors out, then
 // alerts on a burst far beyond its own bursts and not on the routine ones.
 //
+// With BurstyPerDay set instead (off by default), the same rule applies
+// with that budget only to the series it suits, found from each refit's
+// history (bursty.go): an
+// intermittent series, at its minimum for at least a quarter of its
+// samples (zero-inflated counts, an idle disk), or a heavy-tailed one,
+// whose one tail reaches five times farther from the median than the
+// other, (q99 - q50) / (q50 - q1) or its inverse (normal noise gives 1,
+// an exponential 5.7). Other series keep their band alone.
+//
 // Each series keeps History (14 days, at most MaxPoints = 40,320 points) of
 // past data. Models are refitted every hour (Refit), and while the history
 // is young each time it doubles; a seasonal model leaves the points observed during

@@ -299,10 +299,11 @@ func conformalP(scores []float64, x float64) float64 {
 // improbable reports whether the current run's rate is within the
 // false-alert budget, FalsePerDay. It counts each probable run once.
 func (d *Detector) improbable(st *seriesState) bool {
-	if d.opts.FalsePerDay <= 0 || math.IsNaN(st.runP) {
+	b := d.budget(st)
+	if b <= 0 || math.IsNaN(st.runP) {
 		return true
 	}
-	if st.runP <= d.opts.FalsePerDay {
+	if st.runP <= b {
 		return true
 	}
 	if !st.probable {
@@ -310,6 +311,19 @@ func (d *Detector) improbable(st *seriesState) bool {
 		st.probable = true
 	}
 	return false
+}
+
+// budget is the false-alert budget per day that applies to the series:
+// FalsePerDay when set, else BurstyPerDay for a bursty series, else none
+// (0).
+func (d *Detector) budget(st *seriesState) float64 {
+	switch {
+	case d.opts.FalsePerDay > 0:
+		return d.opts.FalsePerDay
+	case st.bursty && d.opts.BurstyPerDay > 0:
+		return d.opts.BurstyPerDay
+	}
+	return 0
 }
 
 // rareEnough reports whether the current run's probability under the

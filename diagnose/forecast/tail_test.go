@@ -112,9 +112,8 @@ func TestDetectorIntermittentBursts(t *testing.T) {
 	// two weeks must not alert with the record judging them, and a burst
 	// of 300, ten times the largest, must. With the rule off (and the
 	// routine rule off in both runs, to see this one alone), the routine
-	// bursts alert.
-	//
-	// The budget is on here (0.1 a day) and off at 0, the default.
+	// bursts alert. The series is intermittent (bursty.go), so
+	// BurstyPerDay judges it the same way without FalsePerDay.
 	rng := rand.New(rand.NewPCG(3, 3))
 	const n = 28 * 24
 	s := make([]metrics.Sample, n)
@@ -127,8 +126,8 @@ func TestDetectorIntermittentBursts(t *testing.T) {
 	deepAt := n - 30
 	s[deepAt].V, s[deepAt+1].V = 300, 300
 	late := s[14*24].T
-	run := func(falsePerDay float64) (lateAlerts int, deep bool) {
-		d := NewDetector(DetectorOptions{For: 3 * time.Minute, RoutinePerDay: -1, FalsePerDay: falsePerDay})
+	run := func(falsePerDay, burstyPerDay float64) (lateAlerts int, deep bool) {
+		d := NewDetector(DetectorOptions{For: 3 * time.Minute, RoutinePerDay: -1, FalsePerDay: falsePerDay, BurstyPerDay: burstyPerDay})
 		for _, a := range feed(d, "value", s) {
 			switch {
 			case a.State != Firing:
@@ -143,13 +142,17 @@ func TestDetectorIntermittentBursts(t *testing.T) {
 		}
 		return lateAlerts, deep
 	}
-	lateOn, deepOn := run(0.1)
-	lateOff, deepOff := run(0)
+	lateOn, deepOn := run(0.1, 0)
+	lateBursty, deepBursty := run(0, 0.1)
+	lateOff, deepOff := run(0, 0)
 	if lateOff < 10 || !deepOff {
-		t.Errorf("rule off: %d routine bursts alerted in the last two weeks (want >= 10), deep burst alerted %v", lateOff, deepOff)
+		t.Errorf("rules off: %d routine bursts alerted in the last two weeks (want >= 10), deep burst alerted %v", lateOff, deepOff)
 	}
 	if 3*lateOn > lateOff || !deepOn {
-		t.Errorf("rule on: %d routine bursts alerted in the last two weeks (want at most a third of the %d with it off), deep burst alerted %v (want true)", lateOn, lateOff, deepOn)
+		t.Errorf("FalsePerDay on: %d routine bursts alerted in the last two weeks (want at most a third of the %d with it off), deep burst alerted %v (want true)", lateOn, lateOff, deepOn)
+	}
+	if 3*lateBursty > lateOff || !deepBursty {
+		t.Errorf("BurstyPerDay on: %d routine bursts alerted in the last two weeks (want at most a third of the %d with it off), deep burst alerted %v (want true)", lateBursty, lateOff, deepBursty)
 	}
 }
 
