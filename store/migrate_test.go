@@ -79,17 +79,7 @@ func TestMigrationCaseSignatures(t *testing.T) {
 
 	s := openUpgraded(t, path, migs)
 	defer s.Close()
-	each := func() []ReviewedCase {
-		var out []ReviewedCase
-		if err := s.EachReviewedCase(ctx, 1, func(c ReviewedCase) error {
-			c.Signature = append([]byte(nil), c.Signature...)
-			out = append(out, c)
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	each := func() []ReviewedCase { return reviewedCases(t, s) }
 	got := each()
 	if len(got) != 1 || got[0].IncidentID != 1 || got[0].Cause != "none" || len(got[0].Signature) != 0 || !got[0].At.Equal(time.Unix(5, 0)) {
 		t.Fatalf("reviewed cases of the upgraded archive: %+v", got)
@@ -191,17 +181,7 @@ func TestMigrationCaseRulesCause(t *testing.T) {
 
 	s := openUpgraded(t, path, migs)
 	defer s.Close()
-	each := func() []ReviewedCase {
-		var out []ReviewedCase
-		if err := s.EachReviewedCase(ctx, 1, func(c ReviewedCase) error {
-			c.Signature = append([]byte(nil), c.Signature...)
-			out = append(out, c)
-			return nil
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	each := func() []ReviewedCase { return reviewedCases(t, s) }
 	got := each()
 	if len(got) != 1 || string(got[0].Signature) != "\x01\x02\x03\x04" || got[0].RulesCause != "" || got[0].Cause != "none" {
 		t.Fatalf("reviewed cases of the upgraded archive: %+v, want the old signature with no rules' cause", got)
@@ -225,4 +205,19 @@ func TestMigrationCaseRulesCause(t *testing.T) {
 	if got := each(); len(got) != 1 || got[0].RulesCause != "" {
 		t.Errorf("after put without the rules' cause: %+v", got)
 	}
+}
+
+// reviewedCases reads every reviewed case of s, copying the signatures
+// the callback's buffer would otherwise reuse.
+func reviewedCases(t *testing.T, s *Store) []ReviewedCase {
+	t.Helper()
+	var out []ReviewedCase
+	if err := s.EachReviewedCase(context.Background(), 1, func(c ReviewedCase) error {
+		c.Signature = append([]byte(nil), c.Signature...)
+		out = append(out, c)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
