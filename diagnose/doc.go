@@ -9,8 +9,9 @@
 //     deviation, with a median/MAD fallback and a floor on the scale so a
 //     flat history does not make every wiggle an anomaly. StatusDeviations,
 //     for the console's status badges rather than diagnosis, keeps a
-//     deviation only once it has held, materially, for three one-minute
-//     readings, so a traffic burst of a few seconds is not a warning;
+//     deviation only once it has held, materially, for five one-minute
+//     readings and outlasts the excursions the hour already held, so
+//     traffic bursts are not a warning;
 //   - rules: one Rule per root cause in metrics.Causes, each reading absolute
 //     physics (saturation knees, TTFT/TPOT, queue share of E2E, gateway minus
 //     engine E2E, KV usage near 1, clocks against their baseline) together

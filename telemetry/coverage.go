@@ -162,7 +162,7 @@ func (t *Telemetry) Coverage(ctx context.Context, scope metrics.Scope) (Coverage
 		}
 		gpuOK = gpuOK && !allUnjoined(insts, join)
 	}
-	now := time.Now()
+	now := t.now()
 	var series []map[string]string
 	queries := []string{
 		`group by (__name__) ({__name__=~` + quote(enginePrefixes()+"|gateway_.+") + engineSel + `})`,

@@ -78,9 +78,14 @@ const (
 )
 
 // startDemo back-fills the demo cluster's history up to now and starts
-// scraping it live while it advances with the wall clock.
+// scraping it live while it advances with the wall clock. With
+// Options.DemoUntil it back-fills up to that instant and stops there.
 func (t *Telemetry) startDemo(ctx, bg context.Context, src DemoSource, backfill time.Duration) error {
 	now := time.Now().UTC().Truncate(demoBackfillStep)
+	replay := !t.opts.DemoUntil.IsZero()
+	if replay {
+		now = t.opts.DemoUntil.UTC().Truncate(demoBackfillStep)
+	}
 	from := now.Add(-backfill)
 	client := &http.Client{Transport: handlerTransport{h: src.Handler()}}
 
@@ -126,6 +131,9 @@ func (t *Telemetry) startDemo(ctx, bg context.Context, src DemoSource, backfill 
 	t.res.coarseEnd = fineFrom
 	t.backfilledTo = now
 	t.status.ok("demo simulator")
+	if replay {
+		return nil
+	}
 
 	t.wg.Add(1)
 	go func() {

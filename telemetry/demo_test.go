@@ -31,6 +31,33 @@ func openDemo(t testing.TB, backfill time.Duration) (*Telemetry, *logCounter) {
 	return tel, logs
 }
 
+// TestDemoReplay: a replay back-fills up to its end, reads there as if it
+// were now, and scrapes nothing live afterwards.
+func TestDemoReplay(t *testing.T) {
+	end := time.Date(2026, 11, 25, 15, 0, 0, 0, time.UTC)
+	tel, err := Open(context.Background(), Options{DataDir: t.TempDir(), Demo: newSimDemo(), DemoBackfill: time.Hour, DemoUntil: end, ScrapeInterval: time.Second, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tel.Close()
+	ctx := context.Background()
+	scopes, err := tel.Scopes(ctx)
+	if err != nil || len(scopes) == 0 {
+		t.Fatalf("scopes at the replay's end: %v, %v", scopes, err)
+	}
+	snap, err := tel.Snapshot(ctx, scopes[0], time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !snap.At.Equal(end) || len(snap.Current) == 0 {
+		t.Errorf("snapshot without a time read at %s with %d values, want the replay's end with values", snap.At, len(snap.Current))
+	}
+	time.Sleep(2500 * time.Millisecond) // two and a half scrape intervals
+	if v := instant(t, tel.querier, `count(count_over_time(vllm:num_requests_running[1m]))`, time.Now()); !math.IsNaN(v) {
+		t.Errorf("%g series scraped live after a replay, want none", v)
+	}
+}
+
 func TestOpenDemo(t *testing.T) {
 	tel, logs := openDemo(t, 2*time.Hour)
 	ctx := context.Background()

@@ -139,7 +139,7 @@ func (t *Telemetry) maxModelLen(ctx context.Context, model, instance string) (in
 		}
 	}
 	if len(models) == 0 {
-		rs, err := t.querier.Instant(ctx, "group by (instance) ({__name__=~"+quote(livenessNames())+","+t.opts.InstanceLabel+"="+quote(instance)+"})", time.Now())
+		rs, err := t.querier.Instant(ctx, "group by (instance) ({__name__=~"+quote(livenessNames())+","+t.opts.InstanceLabel+"="+quote(instance)+"})", t.now())
 		if err != nil || len(rs) == 0 || rs[0].Labels["instance"] == "" {
 			return 0, errors.New("no address known for the engine")
 		}

@@ -147,7 +147,7 @@ func (t *Telemetry) readAndKeepScopes(ctx context.Context) ([]metrics.Scope, map
 // readScopes lists the scopes from the source.
 func (t *Telemetry) readScopes(ctx context.Context) ([]metrics.Scope, map[metrics.Scope][]metrics.Engine, error) {
 	inst := t.opts.InstanceLabel
-	rs, err := t.querier.Instant(ctx, t.scopeQuery(), time.Now())
+	rs, err := t.querier.Instant(ctx, t.scopeQuery(), t.now())
 	if err != nil {
 		return nil, nil, fmt.Errorf("telemetry: list scopes: %w", err)
 	}

@@ -303,7 +303,7 @@ func (t *Telemetry) gpuJoin(ctx context.Context) (GPUJoin, []EngineRef, error) {
 	t.join.mu.Unlock()
 
 	inst := t.opts.InstanceLabel
-	rs, err := t.querier.Instant(ctx, t.scopeQuery(EngineNamespaceLabel), time.Now())
+	rs, err := t.querier.Instant(ctx, t.scopeQuery(EngineNamespaceLabel), t.now())
 	if err != nil {
 		return GPUJoin{}, nil, fmt.Errorf("telemetry: gpu join: engines: %w", err)
 	}
@@ -326,7 +326,7 @@ func (t *Telemetry) gpuJoin(ctx context.Context) (GPUJoin, []EngineRef, error) {
 	}
 	var gpus []map[string]string
 	for _, name := range []string{"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_SM_CLOCK"} {
-		rs, err = t.querier.Instant(ctx, "group by ("+strings.Join(labels, ", ")+") (last_over_time("+name+"[10m]))", time.Now())
+		rs, err = t.querier.Instant(ctx, "group by ("+strings.Join(labels, ", ")+") (last_over_time("+name+"[10m]))", t.now())
 		if err != nil {
 			return GPUJoin{}, nil, fmt.Errorf("telemetry: gpu join: gpus: %w", err)
 		}
@@ -338,7 +338,7 @@ func (t *Telemetry) gpuJoin(ctx context.Context) (GPUJoin, []EngineRef, error) {
 		}
 	}
 	j := DetectGPUJoin(engines, gpus, JoinOptions{InstanceLabel: t.opts.GPUInstanceLabel, NamespaceLabel: t.opts.GPUNamespaceLabel})
-	j.At = time.Now()
+	j.At = t.now()
 	if len(engines) > 0 && len(gpus) > 0 && !j.OK() {
 		t.status.fail(joinSource, fmt.Errorf("%s", j.Summary()))
 	} else if len(gpus) > 0 {

@@ -65,7 +65,7 @@ type fleetCache struct {
 // shared: callers must not modify them.
 func (t *Telemetry) Fleet(ctx context.Context, at time.Time) (metrics.Fleet, error) {
 	if at.IsZero() {
-		at = time.Now()
+		at = t.now()
 	}
 	at = at.UTC().Truncate(time.Millisecond)
 	c := &t.fleet
@@ -202,7 +202,7 @@ func (t *Telemetry) readFleet(ctx context.Context, at time.Time) (metrics.Fleet,
 	hStart, hEnd := historyGrid(at)
 	// Points this far behind the wall clock no longer change (late
 	// scrapes, the downsampler): the next reading reuses them.
-	settled := time.Now().Add(-cacheSettle)
+	settled := t.now().Add(-cacheSettle)
 	curWin := t.res.currentWindow(at)
 	histWin := t.res.rangeWindow(hStart, historyStep)
 	answers := make([]fleetAnswer, len(qs))

@@ -69,7 +69,7 @@ func (a *recordAbsence) mark(key string, now time.Time) {
 // evaluated that far back), and the caller falls back to the expression.
 func (t *Telemetry) rangeRecorded(ctx context.Context, m metrics.Metric, sel metrics.Selectors, model bool, tier string, start, end time.Time, step time.Duration) ([]metrics.Sample, bool) {
 	key := m.ID + "/" + tier
-	now := time.Now()
+	now := t.now()
 	if t.noRecords.absent(key, now) {
 		return nil, false
 	}

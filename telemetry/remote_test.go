@@ -216,6 +216,8 @@ func TestOpenOptionErrors(t *testing.T) {
 		{"embedded without data dir", Options{}, "needs a data directory"},
 		{"bad target", Options{DataDir: "x", Targets: []Target{{URL: "not a url"}}}, "not an http(s) URL"},
 		{"negative interval", Options{DataDir: "x", ScrapeInterval: -time.Second}, "negative"},
+		{"replay without demo", Options{DataDir: "x", DemoUntil: time.Now().Add(-time.Hour)}, "needs demo mode"},
+		{"replay ending in the future", Options{DataDir: "x", Demo: newSimDemo(), DemoUntil: time.Now().Add(time.Hour)}, "a time in the past"},
 		{"demo with another instance label", Options{DataDir: "x", Demo: newSimDemo(), InstanceLabel: "instance"}, `names instances by the "pod" label`},
 	}
 	for _, tc := range tests {

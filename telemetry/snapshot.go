@@ -53,7 +53,7 @@ func queryGroup() *errgroup.Group {
 // could be queried at all.
 func (t *Telemetry) Snapshot(ctx context.Context, scope metrics.Scope, at time.Time) (metrics.Snapshot, error) {
 	if at.IsZero() {
-		at = time.Now()
+		at = t.now()
 	}
 	at = at.UTC().Truncate(time.Millisecond)
 	sel, gpuOK, es, err := t.scopeSelectors(ctx, scope)
@@ -186,7 +186,7 @@ func (t *Telemetry) Range(ctx context.Context, scope metrics.Scope, ids []string
 	n := (r.End.Sub(start) - time.Nanosecond) / r.Step
 	end := start.Add(n * r.Step)
 	win := t.res.rangeWindow(start, r.Step)
-	now := time.Now()
+	now := t.now()
 	tier := ""
 	if t.opts.PrometheusURL != "" {
 		tier = recordedTier(end.Sub(start), r.Step, t.opts.RawRetention, t.opts.MinuteRetention)

@@ -41,6 +41,11 @@ type Options struct {
 	// scrapes live; zero means a week, so that baselines and weekly
 	// seasonality work at once. Tests that need an hour use less.
 	DemoBackfill time.Duration
+	// DemoUntil, when set, ends the demo's back-fill at that instant
+	// instead of now, and the cluster does not run live afterwards: a
+	// replay of a chosen stretch of the simulated day, for tests and
+	// reproductions whose result must not depend on when they run.
+	DemoUntil time.Time
 	// ModelLabel names the label that carries the model on engines whose
 	// series have no model_name (llama-server); "" means model_name, as
 	// a scrape target's labels or the remote's relabelling set it.
@@ -112,6 +117,15 @@ type Telemetry struct {
 	closeErr  error
 }
 
+// now is the time queries without one read at: the wall clock, or the
+// end of a demo replay (Options.DemoUntil).
+func (t *Telemetry) now() time.Time {
+	if !t.opts.DemoUntil.IsZero() {
+		return t.opts.DemoUntil
+	}
+	return time.Now()
+}
+
 // Open starts the telemetry of one deployment. With PrometheusURL set it
 // queries that server (remote mode); otherwise it opens the embedded TSDB
 // in DataDir/tsdb and scrapes Targets into it, and with Demo also the
@@ -124,6 +138,9 @@ func Open(ctx context.Context, opts Options) (*Telemetry, error) {
 	backfill := demoBackfill
 	if opts.DemoBackfill < 0 {
 		return nil, fmt.Errorf("telemetry: demo back-fill %s is negative", opts.DemoBackfill)
+	}
+	if !opts.DemoUntil.IsZero() && (opts.Demo == nil || opts.DemoUntil.After(time.Now())) {
+		return nil, fmt.Errorf("telemetry: demo replay end %s needs demo mode and a time in the past", opts.DemoUntil.Format(time.RFC3339))
 	}
 	if opts.DemoBackfill > 0 {
 		backfill = opts.DemoBackfill
@@ -243,6 +260,7 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 		cancel()
 		return nil, err
 	}
+	tiers.now = t.now // a demo replay ages its data from the replay's end
 	t.tiers = tiers
 	t.db = tiers.raw()
 	t.app = tiers.appendable(0)
