@@ -154,7 +154,7 @@ var common = []Msg{
 // overviewPages: the overview and the scope pages.
 var overviewPages = []Msg{
 	{Key: "overview.title", En: "Overview", Zh: "总览"},
-	{Key: "overview.intro", En: "Current values against each scope's own baseline (the hour before): flagged when 3σ off, moved enough to matter for that metric, and held for three minutes.", Zh: "当前值与各范围自身基线（之前一小时）对比：偏离 3σ、变化幅度对该指标有意义，并且持续三分钟时标记。"},
+	{Key: "overview.intro", En: "Current values against each scope's own baseline (the hour before): flagged when 3σ off, moved enough to matter for that metric, held for five minutes and longer than the scope's own bursts of that hour.", Zh: "当前值与各范围自身基线（之前一小时）对比：偏离 3σ、变化幅度对该指标有意义、持续五分钟，并且比该范围这一小时内自身的突发更长时标记。"},
 	{Key: "overview.search_hint", En: "model or instance", Zh: "模型或实例"},
 	{Key: "overview.models_n", EnOne: "model", En: "models", Zh: "个模型"},
 	{Key: "overview.engines_n", EnOne: "engine", En: "engines", Zh: "个引擎"},
