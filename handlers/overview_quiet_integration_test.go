@@ -44,22 +44,14 @@ func TestQuietClusterRaisesNoWarning(t *testing.T) {
 	const minutes = 30
 	for _, seed := range []int64{1, 2, 3} {
 		for _, hour := range quietHours() {
-			before := time.Date(2026, 11, 25, hour, 0, 0, 0, time.UTC)
+			before := quietDay(hour)
 			t.Run(fmt.Sprintf("seed %d at %02d:00", seed, hour), func(t *testing.T) {
 				ctx := context.Background()
-				tel, err := telemetry.Open(ctx, telemetry.Options{
-					DataDir: t.TempDir(), Demo: demo.New(sim.Options{Seed: seed}),
-					DemoBackfill: 2 * time.Hour, DemoUntil: before, ScrapeInterval: 5 * time.Second, // serve's default
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer tel.Close()
+				d, tel := replayDemo(t, demo.New(sim.Options{Seed: seed}), before)
 				scopes, err := tel.Scopes(ctx)
 				if err != nil || len(scopes) == 0 {
 					t.Fatalf("scopes %v: %v", scopes, err)
 				}
-				d := &Deps{Telemetry: tel, Deviations: diagnose.StatusDeviations, Logger: slog.New(slog.DiscardHandler)}
 				worst, flagged := views.StatusOK, 0
 				for m := minutes; m >= 0; m-- {
 					at := before.Add(-time.Duration(m) * time.Minute)
@@ -83,6 +75,25 @@ func TestQuietClusterRaisesNoWarning(t *testing.T) {
 			})
 		}
 	}
+}
+
+// quietDay is the replayed weekday, Wednesday 2026-11-25, at hour UTC.
+func quietDay(hour int) time.Time { return time.Date(2026, 11, 25, hour, 0, 0, 0, time.UTC) }
+
+// replayDemo back-fills two hours of cluster up to `until` at serve's
+// default scrape interval and returns the overview's dependencies on it,
+// with the status badges' deviations.
+func replayDemo(t *testing.T, cluster *demo.Cluster, until time.Time) (*Deps, *telemetry.Telemetry) {
+	t.Helper()
+	tel, err := telemetry.Open(context.Background(), telemetry.Options{
+		DataDir: t.TempDir(), Demo: cluster,
+		DemoBackfill: 2 * time.Hour, DemoUntil: until, ScrapeInterval: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tel.Close() })
+	return &Deps{Telemetry: tel, Deviations: diagnose.StatusDeviations, Logger: slog.New(slog.DiscardHandler)}, tel
 }
 
 // quietHours are the hours of day whose preceding half-hour the quiet
@@ -133,7 +144,7 @@ func TestQuietStatusFlagsAnInjectedFault(t *testing.T) {
 		t.Skip("back-fills and reads the demo cluster")
 	}
 	for _, hour := range []int{3, 15} {
-		before := time.Date(2026, 11, 25, hour, 0, 0, 0, time.UTC)
+		before := quietDay(hour)
 		for _, cause := range metrics.FaultCauses() {
 			t.Run(fmt.Sprintf("%s at %02d:00", cause, hour), func(t *testing.T) {
 				ctx := context.Background()
@@ -142,15 +153,7 @@ func TestQuietStatusFlagsAnInjectedFault(t *testing.T) {
 				if _, err := cl.Sim.Inject(sim.Fault{Cause: cause, Scope: scope, Severity: 0.7, Start: before.Add(-20 * time.Minute)}); err != nil {
 					t.Fatal(err)
 				}
-				tel, err := telemetry.Open(ctx, telemetry.Options{
-					DataDir: t.TempDir(), Demo: cl,
-					DemoBackfill: 2 * time.Hour, DemoUntil: before, ScrapeInterval: 5 * time.Second,
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer tel.Close()
-				d := &Deps{Telemetry: tel, Deviations: diagnose.StatusDeviations, Logger: slog.New(slog.DiscardHandler)}
+				d, _ := replayDemo(t, cl, before)
 				for _, r := range d.scopeRows(ctx, []metrics.Scope{scope}, before, nil) {
 					t.Logf("%s: %s: %s", r.Scope, r.Status.Word(), r.SummaryIn(ctx))
 					if userFacing[cause] && r.Status < views.StatusWarning {

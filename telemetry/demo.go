@@ -81,11 +81,8 @@ const (
 // scraping it live while it advances with the wall clock. With
 // Options.DemoUntil it back-fills up to that instant and stops there.
 func (t *Telemetry) startDemo(ctx, bg context.Context, src DemoSource, backfill time.Duration) error {
-	now := time.Now().UTC().Truncate(demoBackfillStep)
+	now := t.now().UTC().Truncate(demoBackfillStep)
 	replay := !t.opts.DemoUntil.IsZero()
-	if replay {
-		now = t.opts.DemoUntil.UTC().Truncate(demoBackfillStep)
-	}
 	from := now.Add(-backfill)
 	client := &http.Client{Transport: handlerTransport{h: src.Handler()}}
 
