@@ -144,6 +144,23 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 		},
 	}
 	vm.Layout.Refresh = w.Preset != ""
+	// The charts' series are read while the status is: the two are the
+	// page's main queries and independent of each other.
+	var ids []string
+	for _, p := range panelDefs {
+		for _, cd := range p.charts {
+			ids = append(ids, cd.ids...)
+		}
+	}
+	ids = append(ids, waterfallIDs...)
+	var series []metrics.Series
+	var rangeErr error
+	ranged := make(chan struct{})
+	go func() {
+		defer close(ranged)
+		series, rangeErr = h.d.Telemetry.Range(ctx, scope, ids, w.Range())
+	}()
+	defer func() { <-ranged }() // an early return leaves no reader behind
 	vm.Coverage = h.d.coverageView(ctx, scope)
 	for _, p := range views.RangePresets {
 		vm.Range.Presets = append(vm.Range.Presets, views.ScopeLink{Label: p.Name, Href: views.ScopePath(scope, url.Values{"range": {p.Name}})})
@@ -175,24 +192,6 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 		vm.Parent = &views.ScopeLink{Label: scope.Model, Href: views.ScopePath(parent, query)}
 	}
 
-	var ids []string
-	for _, p := range panelDefs {
-		for _, cd := range p.charts {
-			ids = append(ids, cd.ids...)
-		}
-	}
-	ids = append(ids, waterfallIDs...)
-	series, err := h.d.Telemetry.Range(ctx, scope, ids, w.Range())
-	if err != nil {
-		return vm, fmt.Errorf("scopes: range of %s: %w", scope, err)
-	}
-	byID := make(map[string][]metrics.Sample, len(series))
-	for _, s := range series {
-		if _, seen := byID[s.Metric]; !seen {
-			byID[s.Metric] = s.Samples
-		}
-	}
-
 	// Status colours come from the deviations at the end of the window.
 	status := map[string]views.Status{}
 	if snap, dev, err := h.d.scoped(ctx, scope, w.To, sf); err != nil {
@@ -209,6 +208,16 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 			}
 		}
 		sort.Slice(vm.Anomalies, func(i, j int) bool { return vm.Anomalies[i].AbsZ > vm.Anomalies[j].AbsZ })
+	}
+	<-ranged
+	if rangeErr != nil {
+		return vm, fmt.Errorf("scopes: range of %s: %w", scope, rangeErr)
+	}
+	byID := make(map[string][]metrics.Sample, len(series))
+	for _, s := range series {
+		if _, seen := byID[s.Metric]; !seen {
+			byID[s.Metric] = s.Samples
+		}
 	}
 	for _, p := range panelDefs {
 		panel := views.DimensionPanel{ID: string(p.dim), Title: views.DimensionTitle(p.dim)}

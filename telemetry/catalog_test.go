@@ -240,17 +240,31 @@ func TestRangeErrors(t *testing.T) {
 			}
 		})
 	}
-	// A valid range: one series per id, in order, on the step grid.
-	series, err := tel.Range(ctx, scope, []string{metrics.ThroughputRPS, metrics.GPUTemp}, metrics.Range{Start: at.Add(-30 * time.Second), End: at.Add(time.Second), Step: 10 * time.Second})
+	// A valid range: one series per id, in order, on the step grid: the
+	// multiples of the step in the half-open range (so that a refresh
+	// evaluates at the same instants and the range cache can serve it).
+	step := 10 * time.Second
+	r := metrics.Range{Start: at.Add(-30 * time.Second), End: at.Add(time.Second), Step: step}
+	series, err := tel.Range(ctx, scope, []string{metrics.ThroughputRPS, metrics.GPUTemp}, r)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(series) != 2 || series[0].Metric != metrics.ThroughputRPS || series[1].Metric != metrics.GPUTemp {
 		t.Fatalf("series = %+v", series)
 	}
+	var grid []time.Time
+	for g := alignedStart(r.Start, step); g.Before(r.End); g = g.Add(step) {
+		grid = append(grid, g)
+	}
 	for _, s := range series {
-		if len(s.Samples) != 4 {
-			t.Errorf("%s has %d samples, want 4 (half-open range at a 10 s step)", s.Metric, len(s.Samples))
+		if len(s.Samples) != len(grid) {
+			t.Errorf("%s has %d samples, want %d (the %s multiples in [%s, %s))", s.Metric, len(s.Samples), len(grid), step, r.Start, r.End)
+			continue
+		}
+		for i, p := range s.Samples {
+			if !p.T.Equal(grid[i]) {
+				t.Errorf("%s sample %d at %s, want %s", s.Metric, i, p.T, grid[i])
+			}
 		}
 	}
 }

@@ -137,6 +137,12 @@
 // The scope listing is shared for FleetCacheFor too, and served for up to
 // a minute while a newer one is read in the background.
 //
+// Range and Snapshot's history keep the settled points of each query in a
+// range cache (instants aligned to multiples of the step), so a refresh
+// evaluates only the unsettled tail: the last minute, or three scrape
+// intervals, of an embedded raw-tier view; five minutes, or one step, in
+// remote mode and for steps of a minute and more.
+//
 // # Tiers
 //
 // The embedded store is three Prometheus TSDBs: raw samples in

@@ -2,33 +2,41 @@ package telemetry
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/casebook/casebook/metrics"
 )
 
-// Long chart ranges are cached the way a query frontend caches them: the
+// Chart ranges are cached the way a query frontend caches them: the
 // evaluation instants are aligned to multiples of the step, so the same
 // chart asked for a minute later evaluates at the same instants, and every
 // point old enough that no more data can arrive for its window is kept. A
-// repeated request then evaluates only the few newest steps; a week-long
-// live view stops re-reading a week of samples on every refresh.
+// repeated request then evaluates only the few newest steps: a week-long
+// live view stops re-reading a week of samples on every refresh, and an
+// hour's view of one engine among hundreds stops re-running its PromQL
+// over the whole hour every few seconds.
 const (
-	// cacheMinStep is the shortest step cached: shorter ones are short
-	// spans, cheap to evaluate afresh.
-	cacheMinStep = 5 * time.Minute
 	// cacheSettle is how long after its instant a point may still change
-	// (late scrapes, the downsampler catching up); at least one step.
+	// (late scrapes, a remote's ingestion lag, the downsampler catching
+	// up); at least one step.
 	cacheSettle = 5 * time.Minute
-	// cacheMaxEntries bounds the cache; least recently used go first.
-	cacheMaxEntries = 2048
+	// cacheMaxEntries bounds the cache: a live view of one scope keeps
+	// about 40 entries of at most 360 points (11 KiB each), so this holds
+	// the views of some 200 scopes in at most 90 MiB. Least recently used
+	// go first.
+	cacheMaxEntries = 8192
 )
 
 // rangeCache holds settled points of step-aligned range queries.
 type rangeCache struct {
 	mu      sync.Mutex
 	entries map[rangeKey]*rangeEntry
+	// rawSettle replaces cacheSettle for steps under a minute, which
+	// only the short live windows use: they read the embedded raw tier,
+	// whose points settle once every target has been scraped past them.
+	rawSettle time.Duration
 }
 
 type rangeKey struct {
@@ -45,8 +53,21 @@ type rangeEntry struct {
 	used          time.Time
 }
 
-func newRangeCache() *rangeCache {
-	return &rangeCache{entries: map[rangeKey]*rangeEntry{}}
+// newRangeCache returns an empty cache; rawSettle is as the field says,
+// cacheSettle when zero.
+func newRangeCache(rawSettle time.Duration) *rangeCache {
+	if rawSettle <= 0 {
+		rawSettle = cacheSettle
+	}
+	return &rangeCache{entries: map[rangeKey]*rangeEntry{}, rawSettle: rawSettle}
+}
+
+// settleFor is how long after its instant a point at step may change.
+func (c *rangeCache) settleFor(step time.Duration) time.Duration {
+	if step < time.Minute {
+		return max(c.rawSettle, step)
+	}
+	return max(cacheSettle, step)
 }
 
 // alignedStart returns the first multiple of step at or after t.
@@ -62,8 +83,12 @@ func alignedStart(t time.Time, step time.Duration) time.Time {
 type rangeFunc func(ctx context.Context, start, end time.Time) ([]metrics.Sample, error)
 
 // get answers [start, end] (start aligned to step) from the cached run and
-// eval for the rest, then keeps what has settled by now.
+// eval for the rest, then keeps what has settled by now. A nil cache
+// evaluates every time.
 func (c *rangeCache) get(ctx context.Context, query string, start, end time.Time, step time.Duration, now time.Time, eval rangeFunc) ([]metrics.Sample, error) {
+	if c == nil {
+		return eval(ctx, start, end)
+	}
 	key := rangeKey{query, step}
 	var have []metrics.Sample
 	from := start
@@ -88,7 +113,7 @@ func (c *rangeCache) get(ctx context.Context, query string, start, end time.Time
 	}
 
 	// Keep the points whose window can no longer change.
-	settled := now.Add(-max(cacheSettle, step)).Truncate(step)
+	settled := now.Add(-c.settleFor(step)).Truncate(step)
 	if settled.After(end) {
 		settled = end
 	}
@@ -115,12 +140,14 @@ func (c *rangeCache) put(key rangeKey, e *rangeEntry) {
 	if len(c.entries) <= cacheMaxEntries {
 		return
 	}
-	var oldest rangeKey
-	first := true
-	for k, v := range c.entries {
-		if first || v.used.Before(c.entries[oldest].used) {
-			oldest, first = k, false
-		}
+	// Evict the least recently used eighth at once, so that a full cache
+	// sorts once per many insertions rather than scanning on each.
+	keys := make([]rangeKey, 0, len(c.entries))
+	for k := range c.entries {
+		keys = append(keys, k)
 	}
-	delete(c.entries, oldest)
+	slices.SortFunc(keys, func(a, b rangeKey) int { return c.entries[a].used.Compare(c.entries[b].used) })
+	for _, k := range keys[:len(keys)/8] {
+		delete(c.entries, k)
+	}
 }

@@ -36,7 +36,7 @@ func TestRangeCacheEvaluatesOnlyNewSteps(t *testing.T) {
 	step := 30 * time.Minute
 	now := time.Date(2026, 11, 30, 12, 7, 0, 0, time.UTC)
 	f := &fakeRange{step: step, gapAt: now.Add(-48 * time.Hour).Truncate(step)}
-	c := newRangeCache()
+	c := newRangeCache(0)
 	ctx := context.Background()
 
 	window := func(now time.Time) (time.Time, time.Time) {
@@ -92,7 +92,7 @@ func TestRangeCacheKeysOnQueryAndStep(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	start := alignedStart(now.Add(-48*time.Hour), step)
 	end := now.Add(-step)
-	c := newRangeCache()
+	c := newRangeCache(0)
 	f := &fakeRange{step: step}
 	for _, q := range []string{"a", "b", "a"} {
 		if _, err := c.get(context.Background(), q, start, end, step, now, f.eval); err != nil {
@@ -119,5 +119,46 @@ func TestAlignedStart(t *testing.T) {
 	on := time.Date(2026, 11, 30, 12, 30, 0, 0, time.UTC)
 	if got := alignedStart(on, 30*time.Minute); !got.Equal(on) {
 		t.Errorf("alignedStart of an aligned instant = %s", got)
+	}
+}
+
+// A live view's short step is cached too, with its own settle time: a
+// refresh a few seconds later evaluates only the unsettled tail.
+func TestRangeCacheShortStepSettlesSooner(t *testing.T) {
+	step := 15 * time.Second
+	c := newRangeCache(time.Minute)
+	if got := c.settleFor(step); got != time.Minute {
+		t.Errorf("settle for %s = %s, want the raw settle of 1m", step, got)
+	}
+	if got := c.settleFor(10 * time.Minute); got != 10*time.Minute {
+		t.Errorf("settle for 10m = %s, want the step itself", got)
+	}
+	if got := c.settleFor(time.Minute); got != cacheSettle {
+		t.Errorf("settle for 1m = %s, want cacheSettle %s", got, cacheSettle)
+	}
+	if got := newRangeCache(0).settleFor(step); got != cacheSettle {
+		t.Errorf("settle without a raw settle = %s, want cacheSettle", got)
+	}
+
+	now := time.Date(2026, 11, 30, 12, 7, 3, 0, time.UTC)
+	f := &fakeRange{step: step}
+	window := func(now time.Time) (time.Time, time.Time) {
+		start := alignedStart(now.Add(-time.Hour), step)
+		n := (now.Sub(start) - time.Nanosecond) / step
+		return start, start.Add(n * step)
+	}
+	ctx := context.Background()
+	for range 2 {
+		start, end := window(now)
+		if _, err := c.get(ctx, "q", start, end, step, now, f.eval); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(5 * time.Second)
+	}
+	if len(f.calls) != 2 {
+		t.Fatalf("calls = %d, want a full and an incremental evaluation", len(f.calls))
+	}
+	if span := f.calls[1][1].Sub(f.calls[1][0]); span > time.Minute+step {
+		t.Errorf("refresh evaluated %s, want at most the last minute and a step", span)
 	}
 }

@@ -368,7 +368,8 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err := req.Context().Err(); err != nil {
 		return nil, err
 	}
-	rec := newRecorder()
+	rec := recorders.Get().(*recorder)
+	rec.reset()
 	t.h.ServeHTTP(rec, req)
 	return &http.Response{
 		Status:        fmt.Sprintf("%d %s", rec.code, http.StatusText(rec.code)),
@@ -376,8 +377,8 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
-		Header:        rec.header,
-		Body:          io.NopCloser(bytes.NewReader(rec.body.Bytes())),
+		Header:        rec.header.Clone(), // the recorder is reused once the body is closed
+		Body:          &recordedBody{Reader: bytes.NewReader(rec.body.Bytes()), rec: rec},
 		ContentLength: int64(rec.body.Len()),
 		Request:       req,
 	}, nil
@@ -391,6 +392,32 @@ type recorder struct {
 }
 
 func newRecorder() *recorder { return &recorder{header: make(http.Header), code: http.StatusOK} }
+
+// recorders keeps the recorders of in-process scrapes: a simulated fleet
+// is scraped hundreds of times a second, and a body buffer grown afresh
+// for each would be most of what the console allocates.
+var recorders = sync.Pool{New: func() any { return newRecorder() }}
+
+func (r *recorder) reset() {
+	clear(r.header)
+	r.body.Reset()
+	r.code, r.wrote = http.StatusOK, false
+}
+
+// recordedBody is a recorded response's body; closing it returns the
+// recorder to the pool, so it must not be read after Close.
+type recordedBody struct {
+	*bytes.Reader
+	rec *recorder
+}
+
+func (b *recordedBody) Close() error {
+	if b.rec != nil {
+		recorders.Put(b.rec)
+		b.rec = nil
+	}
+	return nil
+}
 
 func (r *recorder) Header() http.Header { return r.header }
 

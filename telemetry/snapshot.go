@@ -64,6 +64,7 @@ func (t *Telemetry) Snapshot(ctx context.Context, scope metrics.Scope, at time.T
 	hStart, hEnd := historyGrid(at)
 	curWin := t.res.currentWindow(at)
 	histWin := t.res.rangeWindow(hStart, historyStep)
+	now := t.now()
 
 	type answer struct {
 		id      string
@@ -93,12 +94,16 @@ func (t *Telemetry) Snapshot(ctx context.Context, scope metrics.Scope, at time.T
 			} else if v, ok := firstValue(m, rs); ok {
 				a.cur, a.curOK = v, true
 			}
-			rs, err = t.querier.Range(ctx, m.Query(sel, histWin), hStart, hEnd, historyStep)
-			if err != nil {
-				a.histErr = err
-			} else {
-				a.hist = cleanSamples(m, firstSeries(rs))
-			}
+			// The history's minutes are settled but for the last few:
+			// the range cache evaluates only those on the next reading.
+			a.hist, a.histErr = t.ranges.get(ctx, m.Query(sel, histWin), hStart, hEnd, historyStep, now,
+				func(ctx context.Context, from, to time.Time) ([]metrics.Sample, error) {
+					rs, err := t.querier.Range(ctx, m.Query(sel, histWin), from, to, historyStep)
+					if err != nil {
+						return nil, err
+					}
+					return cleanSamples(m, firstSeries(rs)), nil
+				})
 			return nil
 		})
 	}
@@ -175,12 +180,9 @@ func (t *Telemetry) Range(ctx context.Context, scope metrics.Scope, ids []string
 		return nil, fmt.Errorf("telemetry: range %s: %w", scope, err)
 	}
 	start := r.Start.UTC()
-	cached := r.Step >= cacheMinStep
-	if cached {
-		start = alignedStart(start, r.Step)
-		if !r.End.After(start) {
-			start = start.Add(-r.Step)
-		}
+	start = alignedStart(start, r.Step)
+	if !r.End.After(start) {
+		start = start.Add(-r.Step)
 	}
 	// The range is half-open; the last evaluation is the last step before End.
 	n := (r.End.Sub(start) - time.Nanosecond) / r.Step
@@ -218,13 +220,7 @@ func (t *Telemetry) Range(ctx context.Context, scope metrics.Scope, ids []string
 				}
 				return cleanSamples(m, firstSeries(rs)), nil
 			}
-			var ss []metrics.Sample
-			var err error
-			if cached {
-				ss, err = t.ranges.get(ctx, q, start, end, r.Step, now, eval)
-			} else {
-				ss, err = eval(ctx, start, end)
-			}
+			ss, err := t.ranges.get(ctx, q, start, end, r.Step, now, eval)
 			if err != nil {
 				errs[i] = err
 				return nil

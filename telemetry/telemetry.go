@@ -84,7 +84,7 @@ type Telemetry struct {
 	res     resolutions
 	// backfilledTo is where the demo's back-fill ended (zero without one).
 	backfilledTo time.Time
-	ranges       *rangeCache // settled points of long chart ranges
+	ranges       *rangeCache // settled points of chart ranges and snapshot histories
 	fleet        fleetCache  // the latest reading of every scope (Fleet)
 	scopes       scopesCache // the latest listing of the scopes (Scopes)
 	// fleetHist keeps the settled history points of Fleet's range queries.
@@ -186,7 +186,7 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 			overrides[in] = e
 		}
 	}
-	t := &Telemetry{opts: opts, log: opts.Logger, status: newStatusBoard(opts.Logger), ranges: newRangeCache(), engineOverrides: overrides}
+	t := &Telemetry{opts: opts, log: opts.Logger, status: newStatusBoard(opts.Logger), engineOverrides: overrides}
 	bg, cancel := context.WithCancel(context.Background())
 	t.bg, t.cancel = bg, cancel
 
@@ -206,6 +206,7 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 		}
 		rq.status = t.status
 		t.querier = rq
+		t.ranges = newRangeCache(cacheSettle) // a remote's ingestion may lag by minutes
 		t.res = resolutions{live: opts.ScrapeInterval}
 		t.probeRemote(ctx, rq)
 		t.startJoinWatch(bg)
@@ -216,6 +217,9 @@ func open(ctx context.Context, opts Options, backfill time.Duration) (*Telemetry
 		opts.ScrapeInterval = DefaultScrapeInterval
 		t.opts.ScrapeInterval = opts.ScrapeInterval
 	}
+	// A raw point has settled once every target was scraped twice after
+	// it (a slow or skipped scrape included), and a minute at least.
+	t.ranges = newRangeCache(max(time.Minute, 3*opts.ScrapeInterval))
 	if opts.DataDir == "" {
 		cancel()
 		return nil, errors.New("telemetry: the embedded mode needs a data directory")

@@ -243,7 +243,7 @@ func benchChart(b *testing.B, span, step time.Duration) {
 	r := metrics.Range{Start: end.Add(-span), End: end, Step: step}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		tel.ranges = newRangeCache() // measure the tier read, not the chart cache
+		tel.ranges = newRangeCache(0) // measure the tier read, not the chart cache
 		series, err := tel.Range(ctx, scope, []string{metrics.TTFT}, r)
 		if err != nil {
 			b.Fatal(err)

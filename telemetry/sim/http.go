@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/casebook/casebook/metrics"
@@ -36,14 +37,21 @@ func (c *Cluster) Handler() http.Handler {
 }
 
 func (c *Cluster) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	var b bytes.Buffer
-	if !c.Render(r.URL.Path, &b) {
+	b := pagePool.Get().(*bytes.Buffer)
+	defer pagePool.Put(b)
+	b.Reset()
+	if !c.Render(r.URL.Path, b) {
 		http.Error(w, "no such endpoint; see /targets", http.StatusNotFound)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	_, _ = w.Write(b.Bytes())
 }
+
+// pagePool keeps the buffers pages are rendered into: a fleet's engines
+// are scraped every few seconds, and growing a fresh buffer for each page
+// would be most of what the process allocates.
+var pagePool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // modelCard is one entry of vLLM's /v1/models answer.
 type modelCard struct {
