@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -66,6 +67,20 @@ var waterfallIDs = []string{
 	metrics.GatewayE2E, metrics.E2E, metrics.TTFT, metrics.TPOT, metrics.ThroughputRPS,
 	metrics.GenerationTPS, metrics.QueueTime, metrics.PrefillTime, metrics.DecodeTime,
 }
+
+// scopeRangeIDs are the metrics a live view reads over its window: the
+// charts' and the waterfall's, each once.
+var scopeRangeIDs = func() []string {
+	var ids []string
+	for _, p := range panelDefs {
+		for _, cd := range p.charts {
+			ids = append(ids, cd.ids...)
+		}
+	}
+	ids = append(ids, waterfallIDs...)
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}()
 
 // resolveScope reads :model and :instance and checks that the scope has
 // data. Unknown names are a 400 that names the parameter.
@@ -146,19 +161,12 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 	vm.Layout.Refresh = w.Preset != ""
 	// The charts' series are read while the status is: the two are the
 	// page's main queries and independent of each other.
-	var ids []string
-	for _, p := range panelDefs {
-		for _, cd := range p.charts {
-			ids = append(ids, cd.ids...)
-		}
-	}
-	ids = append(ids, waterfallIDs...)
 	var series []metrics.Series
 	var rangeErr error
 	ranged := make(chan struct{})
 	go func() {
 		defer close(ranged)
-		series, rangeErr = h.d.Telemetry.Range(ctx, scope, ids, w.Range())
+		series, rangeErr = h.d.Telemetry.Range(ctx, scope, scopeRangeIDs, w.Range())
 	}()
 	defer func() { <-ranged }() // an early return leaves no reader behind
 	vm.Coverage = h.d.coverageView(ctx, scope)

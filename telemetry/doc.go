@@ -139,9 +139,11 @@
 //
 // Range and Snapshot's history keep the settled points of each query in a
 // range cache (instants aligned to multiples of the step), so a refresh
-// evaluates only the unsettled tail: the last minute, or three scrape
-// intervals, of an embedded raw-tier view; five minutes, or one step, in
-// remote mode and for steps of a minute and more.
+// evaluates only the unsettled tail. In embedded mode a step of a minute
+// or less (live windows up to 6 h, snapshot and fleet histories) reads
+// the raw tier, and its points settle after a minute or three scrape
+// intervals; longer steps, and every step in remote mode, after five
+// minutes or one step.
 //
 // # Tiers
 //

@@ -201,8 +201,8 @@ func (t *Telemetry) readFleet(ctx context.Context, at time.Time) (metrics.Fleet,
 
 	hStart, hEnd := historyGrid(at)
 	// Points this far behind the wall clock no longer change (late
-	// scrapes, the downsampler): the next reading reuses them.
-	settled := t.now().Add(-cacheSettle)
+	// scrapes, a remote's ingestion): the next reading reuses them.
+	settled := t.now().Add(-t.ranges.settleFor(historyStep))
 	curWin := t.res.currentWindow(at)
 	histWin := t.res.rangeWindow(hStart, historyStep)
 	answers := make([]fleetAnswer, len(qs))

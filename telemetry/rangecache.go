@@ -33,9 +33,10 @@ const (
 type rangeCache struct {
 	mu      sync.Mutex
 	entries map[rangeKey]*rangeEntry
-	// rawSettle replaces cacheSettle for steps under a minute, which
-	// only the short live windows use: they read the embedded raw tier,
-	// whose points settle once every target has been scraped past them.
+	// rawSettle replaces cacheSettle for steps of a minute and under,
+	// which the live windows up to 6 h and the snapshots' hour of history
+	// use: in embedded mode they read the raw tier, whose points settle
+	// once every target has been scraped past them.
 	rawSettle time.Duration
 }
 
@@ -64,7 +65,7 @@ func newRangeCache(rawSettle time.Duration) *rangeCache {
 
 // settleFor is how long after its instant a point at step may change.
 func (c *rangeCache) settleFor(step time.Duration) time.Duration {
-	if step < time.Minute {
+	if c != nil && step <= time.Minute {
 		return max(c.rawSettle, step)
 	}
 	return max(cacheSettle, step)

@@ -133,8 +133,11 @@ func TestRangeCacheShortStepSettlesSooner(t *testing.T) {
 	if got := c.settleFor(10 * time.Minute); got != 10*time.Minute {
 		t.Errorf("settle for 10m = %s, want the step itself", got)
 	}
-	if got := c.settleFor(time.Minute); got != cacheSettle {
-		t.Errorf("settle for 1m = %s, want cacheSettle %s", got, cacheSettle)
+	if got := c.settleFor(time.Minute); got != time.Minute {
+		t.Errorf("settle for 1m (a snapshot's history) = %s, want the raw settle", got)
+	}
+	if got := c.settleFor(2 * time.Minute); got != cacheSettle {
+		t.Errorf("settle for 2m = %s, want cacheSettle %s", got, cacheSettle)
 	}
 	if got := newRangeCache(0).settleFor(step); got != cacheSettle {
 		t.Errorf("settle without a raw settle = %s, want cacheSettle", got)
