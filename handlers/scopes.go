@@ -222,10 +222,8 @@ func (h *Scopes) view(ctx context.Context, scope metrics.Scope, all []metrics.Sc
 		return vm, fmt.Errorf("scopes: range of %s: %w", scope, rangeErr)
 	}
 	byID := make(map[string][]metrics.Sample, len(series))
-	for _, s := range series {
-		if _, seen := byID[s.Metric]; !seen {
-			byID[s.Metric] = s.Samples
-		}
+	for _, s := range series { // scopeRangeIDs names each metric once
+		byID[s.Metric] = s.Samples
 	}
 	for _, p := range panelDefs {
 		panel := views.DimensionPanel{ID: string(p.dim), Title: views.DimensionTitle(p.dim)}

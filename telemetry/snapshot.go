@@ -96,9 +96,10 @@ func (t *Telemetry) Snapshot(ctx context.Context, scope metrics.Scope, at time.T
 			}
 			// The history's minutes are settled but for the last few:
 			// the range cache evaluates only those on the next reading.
-			a.hist, a.histErr = t.ranges.get(ctx, m.Query(sel, histWin), hStart, hEnd, historyStep, now,
+			hq := m.Query(sel, histWin)
+			a.hist, a.histErr = t.ranges.get(ctx, hq, hStart, hEnd, historyStep, now,
 				func(ctx context.Context, from, to time.Time) ([]metrics.Sample, error) {
-					rs, err := t.querier.Range(ctx, m.Query(sel, histWin), from, to, historyStep)
+					rs, err := t.querier.Range(ctx, hq, from, to, historyStep)
 					if err != nil {
 						return nil, err
 					}
@@ -179,8 +180,7 @@ func (t *Telemetry) Range(ctx context.Context, scope metrics.Scope, ids []string
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: range %s: %w", scope, err)
 	}
-	start := r.Start.UTC()
-	start = alignedStart(start, r.Step)
+	start := alignedStart(r.Start.UTC(), r.Step)
 	if !r.End.After(start) {
 		start = start.Add(-r.Step)
 	}
