@@ -72,3 +72,10 @@ func (s *Store) ExecForTest(ctx context.Context, query string, args ...any) erro
 	_, err := s.w.ExecContext(ctx, query, args...)
 	return err
 }
+
+// SeededCounts returns how many incidents the archive holds and how many of
+// them are reviewed, for benchmarks that reuse a seeded archive.
+func (s *Store) SeededCounts(ctx context.Context) (incidents, reviewed int, err error) {
+	err = s.r.QueryRowContext(ctx, `SELECT count(*), count(label_id) FROM incidents`).Scan(&incidents, &reviewed)
+	return incidents, reviewed, err
+}
