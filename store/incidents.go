@@ -296,7 +296,7 @@ func newIncidentValue(id int64, in NewIncident, d DiagnosisRecord) Incident {
 // openIncident inserts a validated incident, its evidence and its first
 // diagnosis in tx. It returns created false, writing nothing, when the
 // alert is already archived.
-func openIncident(ctx context.Context, tx *sql.Tx, in NewIncident, d DiagnosisRecord, p packed) (id, diagnosisID int64, created bool, err error) {
+func openIncident(ctx context.Context, tx execer, in NewIncident, d DiagnosisRecord, p packed) (id, diagnosisID int64, created bool, err error) {
 	detail := string(in.TriggerDetail)
 	if detail == "" {
 		detail = "{}"
@@ -371,7 +371,7 @@ func (s *Store) AddDiagnosis(ctx context.Context, incidentID int64, d DiagnosisR
 	return out, nil
 }
 
-func addDiagnosis(ctx context.Context, tx *sql.Tx, incidentID int64, d DiagnosisRecord) (Diagnosis, error) {
+func addDiagnosis(ctx context.Context, tx execer, incidentID int64, d DiagnosisRecord) (Diagnosis, error) {
 	res, err := tx.ExecContext(ctx, `
 		INSERT INTO diagnoses (incident_id, engine_version, created_at, root_cause, confidence, severity, body, evidence_text)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
