@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -77,8 +78,10 @@ type ListFilter struct {
 	// it are treated as plain text. Search results come newest-archived
 	// first (by id, which follows opening order for incidents archived as
 	// they open), and only the cursor's ID positions the next page. The
-	// newest 20,000 incidents are searched first in their own small index,
-	// so a word that occurs in every incident fills a page without FTS5
+	// words are looked up as the exact terms of the index they begin, read
+	// newest first; when some word cannot be (see exactQuery), the newest
+	// 20,000 incidents are searched first in their own small index, so a
+	// word that occurs in every incident fills a page without FTS5
 	// expanding it over the whole archive (see search).
 	Query string
 	After Cursor // start after this position; zero is the first page
@@ -92,18 +95,99 @@ type ListPage struct {
 	Next Cursor `json:"-"`
 }
 
+// ftsWords splits user text into the words a search matches, at most 16.
+func ftsWords(q string) []string {
+	words := strings.FieldsFunc(q, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' })
+	return words[:min(len(words), 16)]
+}
+
 // ftsQuery turns user text into an FTS5 query that can only mean "all of
 // these word prefixes": every token is quoted, so operators, column filters
 // and quotes in the input are inert.
 func ftsQuery(q string) string {
 	var terms []string
-	for _, f := range strings.FieldsFunc(q, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_' }) {
-		terms = append(terms, `"`+strings.ReplaceAll(f, `"`, `""`)+`"*`)
-		if len(terms) == 16 {
-			break
-		}
+	for _, w := range ftsWords(q) {
+		terms = append(terms, ftsQuote(w)+"*")
 	}
 	return strings.Join(terms, " ")
+}
+
+func ftsQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+
+// maxExpansion bounds how many terms exactQuery puts in place of a word
+// (a variable for tests, which set it to 0 to keep every word a prefix).
+var maxExpansion = 32
+
+// exactQuery returns an FTS5 query for the same rows as ftsQuery(q) that
+// names exact terms where it can: a word of ASCII letters and digits
+// becomes the terms of the full index that begin with it, OR-ed. Other
+// words, and words that begin more than maxExpansion terms or a term with
+// other characters, stay prefixes; exact reports whether none did. FTS5
+// reads exact terms newest first and skips to the rows the other words
+// match, where it collects every row of a prefix's terms first (see
+// migration 11): a word in every incident costs nothing, alone or beside
+// a rare one.
+func exactQuery(ctx context.Context, db querier, q string) (query string, exact bool, err error) {
+	var parts []string
+	exact = true
+	for _, w := range ftsWords(q) {
+		part := ""
+		if isPlain(w) {
+			if part, err = exactTerms(ctx, db, strings.ToLower(w)); err != nil {
+				return "", false, err
+			}
+		}
+		if part == "" {
+			part, exact = ftsQuote(w)+"*", false
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, " AND "), exact, nil
+}
+
+// exactTerms returns the terms of the full index that begin with w, a
+// plain word in lower case, OR-ed; "" when there are more than
+// maxExpansion of them or one is not plain.
+func exactTerms(ctx context.Context, db querier, w string) (string, error) {
+	// Every term that begins with w sorts below hi, and none equals it
+	// (U+10FFFF is no token character), so a lookup stops at the first
+	// term past w's: the table lists every occurrence of a term it reaches.
+	hi := w + "\U0010FFFF"
+	var terms []string
+	for from := w; ; {
+		var t string
+		err := db.QueryRowContext(ctx, `SELECT term FROM search_vocab WHERE term >= ? AND term <= ? LIMIT 1`, from, hi).Scan(&t)
+		if errors.Is(err, sql.ErrNoRows) {
+			break
+		}
+		if err != nil {
+			return "", fmt.Errorf("search vocabulary: %w", err)
+		}
+		if !isPlain(t) || len(terms) == maxExpansion {
+			return "", nil
+		}
+		terms = append(terms, ftsQuote(t))
+		from = t + "\x00" // the least string after t
+	}
+	switch len(terms) {
+	case 0:
+		return ftsQuote(w), nil // no term: it matches nothing
+	case 1:
+		return terms[0], nil
+	}
+	return "(" + strings.Join(terms, " OR ") + ")", nil
+}
+
+// isPlain reports whether s is non-empty ASCII letters and digits: what
+// unicode61 indexes as one token, s in lower case, and what a quoted term
+// in a query means only itself.
+func isPlain(s string) bool {
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // List returns one page of incidents matching f, newest first.
@@ -148,11 +232,10 @@ func (s *Store) List(ctx context.Context, f ListFilter) (ListPage, error) {
 		add(`i.opened_at < ?`, nanos(f.To))
 	}
 	if strings.TrimSpace(f.Query) != "" {
-		q := ftsQuery(f.Query)
-		if q == "" {
+		if len(ftsWords(f.Query)) == 0 {
 			return ListPage{}, nil // only punctuation: nothing can match
 		}
-		items, err := s.search(ctx, q, where, args, f.After.ID, limit+1)
+		items, err := s.search(ctx, f.Query, where, args, f.After.ID, limit+1)
 		if err != nil {
 			return ListPage{}, fmt.Errorf("store: list incidents: %w", err)
 		}
@@ -173,22 +256,29 @@ func (s *Store) List(ctx context.Context, f ListFilter) (ListPage, error) {
 	return pageOf(items, limit), nil
 }
 
-// search returns up to n incidents matching the FTS query q and the filter
-// conditions, with ids below before (when not zero), highest id first.
+// search returns up to n incidents matching the words of the user text q
+// and the filter conditions, with ids below before (when not zero), highest
+// id first.
 //
-// The newest incidents are searched first in search_recent, whose prefix
-// expansion is small; the full index is read only for the rows below its
-// range when the newest ones do not fill the page. A word common enough to
-// make the full index slow fills the page from search_recent, and one rare
-// enough to need the full index has a short list there. Both reads share
-// one snapshot, so a concurrent insert cannot shift the boundary between
-// them.
+// When every word can be matched as exact terms (exactQuery), the full
+// index answers at once, newest first. Otherwise the newest incidents are
+// searched first in search_recent, whose prefix expansion is small; the
+// full index is read only for the rows below its range when the newest
+// ones do not fill the page. Both reads share one snapshot, so a
+// concurrent insert cannot shift the boundary between them.
 func (s *Store) search(ctx context.Context, q string, where []string, args []any, before int64, n int) ([]Summary, error) {
 	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback()
+	match, exact, err := exactQuery(ctx, tx, q)
+	if err != nil {
+		return nil, err
+	}
+	if exact {
+		return searchIndex(ctx, tx, "search", match, where, args, before, n)
+	}
 	var lo int64
 	err = tx.QueryRowContext(ctx, `SELECT ifnull((SELECT rowid FROM search_recent ORDER BY rowid LIMIT 1), 0)`).Scan(&lo)
 	if err != nil {
@@ -196,7 +286,7 @@ func (s *Store) search(ctx context.Context, q string, where []string, args []any
 	}
 	var items []Summary
 	if lo > 0 && (before == 0 || before > lo) {
-		if items, err = searchIndex(ctx, tx, "search_recent", q, where, args, before, n); err != nil {
+		if items, err = searchIndex(ctx, tx, "search_recent", match, where, args, before, n); err != nil {
 			return nil, err
 		}
 		if len(items) == n {
@@ -204,7 +294,7 @@ func (s *Store) search(ctx context.Context, q string, where []string, args []any
 		}
 		before = lo // search_recent held every match at or above lo
 	}
-	more, err := searchIndex(ctx, tx, "search", q, where, args, before, n-len(items))
+	more, err := searchIndex(ctx, tx, "search", match, where, args, before, n-len(items))
 	if err != nil {
 		return nil, err
 	}

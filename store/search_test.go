@@ -15,6 +15,7 @@ import (
 // full index alone returns, page by page, across the boundary between
 // them: in an archive upgraded to migration 8 and then grown past the
 // window, so both the migration's fill and the triggers' pruning are used.
+// It checks the same of List's exact terms (see exactQuery).
 func TestSearchRecentSplit(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "split.db")
@@ -77,52 +78,123 @@ func TestSearchRecentSplit(t *testing.T) {
 		{"diagnosis", ListFilter{Query: "therm"}, `"therm"*`, 1},
 		{"filter", ListFilter{Query: "alpha", Model: "m1", Limit: 300}, `"alpha"*`, 7667},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			q := `SELECT search.rowid FROM search JOIN incidents i ON i.id = search.rowid WHERE search MATCH ?`
-			args := []any{tc.match}
-			if tc.f.Model != "" {
-				q += ` AND i.model = ?`
-				args = append(args, tc.f.Model)
-			}
-			rows, err := s.r.QueryContext(ctx, q+` ORDER BY search.rowid DESC`, args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want []int64
-			for rows.Next() {
-				var id int64
-				if err := rows.Scan(&id); err != nil {
-					t.Fatal(err)
+	// Each case runs as List runs it, with its plain words as exact terms,
+	// and again with every word a prefix, which searches search_recent
+	// first: maxExpansion 0 lets no word become exact terms.
+	defer func(was int) { maxExpansion = was }(maxExpansion)
+	for _, expansion := range []int{maxExpansion, 0} {
+		maxExpansion = expansion
+		how := map[int]string{0: "prefixes/"}[expansion]
+		for _, tc := range cases {
+			t.Run(how+tc.name, func(t *testing.T) {
+				q := `SELECT search.rowid FROM search JOIN incidents i ON i.id = search.rowid WHERE search MATCH ?`
+				args := []any{tc.match}
+				if tc.f.Model != "" {
+					q += ` AND i.model = ?`
+					args = append(args, tc.f.Model)
 				}
-				want = append(want, id)
-			}
-			rows.Close()
-			if len(want) != tc.want {
-				t.Fatalf("the full index finds %d, the case expects %d", len(want), tc.want)
-			}
-			var got []int64
-			f := tc.f
-			for pages := 0; ; pages++ {
-				if pages > len(want)+1 {
-					t.Fatal("paging does not end")
-				}
-				p, err := s.List(ctx, f)
+				rows, err := s.r.QueryContext(ctx, q+` ORDER BY search.rowid DESC`, args...)
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, it := range p.Items {
-					got = append(got, it.ID)
+				var want []int64
+				for rows.Next() {
+					var id int64
+					if err := rows.Scan(&id); err != nil {
+						t.Fatal(err)
+					}
+					want = append(want, id)
 				}
-				if p.Next.IsZero() {
-					break
+				rows.Close()
+				if len(want) != tc.want {
+					t.Fatalf("the full index finds %d, the case expects %d", len(want), tc.want)
 				}
-				f.After = p.Next
+				var got []int64
+				f := tc.f
+				for pages := 0; ; pages++ {
+					if pages > len(want)+1 {
+						t.Fatal("paging does not end")
+					}
+					p, err := s.List(ctx, f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, it := range p.Items {
+						got = append(got, it.ID)
+					}
+					if p.Next.IsZero() {
+						break
+					}
+					f.After = p.Next
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("paged search found %d ids %s, the full index %d %s", len(got), head(got), len(want), head(want))
+				}
+			})
+		}
+	}
+}
+
+// TestExactQuery checks that the full index finds the same rows for
+// exactQuery's exact terms as for ftsQuery's prefixes, and that it names
+// exact terms only for plain words that begin few terms, all plain.
+func TestExactQuery(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "exact.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	titles := []string{"alpha", "alphabet soup", "Alphanumeric ID", "Straße closed", "café crème", "k8s node", "k9 pod", "kv_cache full", "rare alpha", "Über load"}
+	for i := range maxExpansion + 1 {
+		titles = append(titles, fmt.Sprintf("many m%02d", i))
+	}
+	for i, title := range titles {
+		for k := range 3 {
+			if _, err := s.w.ExecContext(ctx, `INSERT INTO incidents (title, model, trigger_kind, opened_at, window_start, window_end)
+				VALUES (?, 'm', 'manual', ?, 0, 1)`, title, i*3+k); err != nil {
+				t.Fatal(err)
 			}
-			if !slices.Equal(got, want) {
-				t.Errorf("paged search found %d ids %s, the full index %d %s", len(got), head(got), len(want), head(want))
+		}
+	}
+	cases := []struct {
+		q, want string
+		exact   bool
+	}{
+		{"alpha", `("alpha" OR "alphabet" OR "alphanumeric")`, true},
+		{"ALPHABET", `"alphabet"`, true},
+		{"alp rare", `("alpha" OR "alphabet" OR "alphanumeric") AND "rare"`, true},
+		{"nothing", `"nothing"`, true},
+		{"stra", `"stra"*`, false}, // begins straße: not plain
+		{"café", `"café"*`, false}, // not plain itself
+		{"m", `"m"*`, false},       // begins more than maxExpansion terms
+		{"many m3", `"many" AND ("m30" OR "m31" OR "m32")`, true},
+		{"kv_cache", `"kv_cache"*`, false}, // two tokens to unicode61
+		{"k8 stra", `"k8s" AND "stra"*`, false},
+		{"uber", `"uber"`, true}, // Über is indexed as uber
+	}
+	for _, tc := range cases {
+		got, exact, err := exactQuery(ctx, s.r, tc.q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want || exact != tc.exact {
+			t.Errorf("exactQuery(%q) = %s, %v; want %s, %v", tc.q, got, exact, tc.want, tc.exact)
+		}
+		ids := func(q string) []int64 {
+			items, err := searchIndex(ctx, s.r, "search", q, nil, nil, 0, 1000)
+			if err != nil {
+				t.Fatalf("%s: %v", q, err)
 			}
-		})
+			var out []int64
+			for _, it := range items {
+				out = append(out, it.ID)
+			}
+			return out
+		}
+		if exact, prefix := ids(got), ids(ftsQuery(tc.q)); !slices.Equal(exact, prefix) {
+			t.Errorf("%q: exact terms find %v, prefixes %v", tc.q, exact, prefix)
+		}
 	}
 }
 
@@ -133,12 +205,13 @@ func head(ids []int64) string {
 	return fmt.Sprint(ids)
 }
 
-// BenchmarkSearchSplit compares one search over the full index with the
-// newest-first split (search_recent, then the rest) on an archive of
-// CASEBOOK_BENCH_INCIDENTS incidents (default 100,000) written by plain
-// SQL in seconds: titles only, so it isolates the full-text cost from
-// BenchmarkSearch's evidence and notes. Words: every incident says
-// alpha, every 100th medium, every 1000th rare, models m0..m3 rotate.
+// BenchmarkSearchSplit compares one prefix search over the full index
+// with List's search (newest_first: for these plain words, exact terms
+// read newest first; see search) on an archive of CASEBOOK_BENCH_INCIDENTS
+// incidents (default 100,000) written by plain SQL in seconds: titles
+// only, so it isolates the full-text cost from BenchmarkSearch's evidence
+// and notes. Words: every incident says alpha, every 100th medium, every
+// 1000th rare, models m0..m3 rotate.
 //
 //	CASEBOOK_BENCH_INCIDENTS=1000000 go test -tags sqlite_fts5 -run '^$' -bench SearchSplit -benchtime 30x ./store/
 func BenchmarkSearchSplit(b *testing.B) {
