@@ -149,6 +149,12 @@ func scanNearestWeighted(q *code, vecs []uint64, k int, w *[SigDim]uint32) []hit
 		for j := 0; j < sigWords; j++ {
 			d := absDiff(q[j], v[j])
 			acc += lanes(d&ms[0][j]) + lanes(d&ms[1][j])<<1 + lanes(d&ms[2][j])<<2 + lanes(d&ms[3][j])<<3
+			// The distance only grows word by word: once it is out
+			// of reach, the rest need not be read. Most cases of a
+			// large base stop after a word or two.
+			if laneSum(acc) >= bound {
+				break
+			}
 		}
 		s := laneSum(acc)
 		if s < bound {
