@@ -76,7 +76,7 @@ func BenchmarkBackfill7d(b *testing.B) {
 		c := &simDemo{c: sim.New(sim.Options{Start: from})}
 		b.StartTimer()
 		began, cpu0 := time.Now(), cpuTime()
-		n, err := backfillCluster(context.Background(), db, c, []backfillSpan{{from: from, to: to, step: demoBackfillStep}}, families{}, "casebook-sim:80")
+		n, err := backfillCluster(context.Background(), db, c, []backfillSpan{{from: from, to: to, step: demoBackfillStep}}, families{}, "casebook-sim:80", nil)
 		if err != nil {
 			b.Fatal(err)
 		}

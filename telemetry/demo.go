@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -66,6 +67,11 @@ const (
 	demoBaseURL = "http://casebook-sim"
 	// demoTick is how often the simulator advances to the wall clock.
 	demoTick = time.Second
+	// backfillFlushSpan is how much back-filled history the TSDB heads
+	// hold before the back-fill has them written to blocks. Left to the
+	// end, a week of a 500-engine fleet sits in memory: over ten
+	// gigabytes.
+	backfillFlushSpan = 6 * time.Hour
 	// backfillBatch is how many samples one back-fill commit holds.
 	backfillBatch = 100_000
 )
@@ -115,7 +121,7 @@ func (t *Telemetry) startDemo(ctx, bg context.Context, src DemoSource, backfill 
 		{from: from, to: fineFrom, step: demoBackfillStep},
 		{from: fineFrom.Add(t.opts.ScrapeInterval), to: now, step: t.opts.ScrapeInterval},
 	}
-	n, err := backfillCluster(ctx, dst, src, spans, fams, hostPortOf(demoBaseURL))
+	n, err := backfillCluster(ctx, dst, src, spans, fams, hostPortOf(demoBaseURL), t.compactHeads)
 	t.db.EnableCompactions()
 	if err == nil {
 		err = done()
@@ -237,9 +243,11 @@ type backfillRef struct {
 // sample, labelled exactly as the live scrape will label it (the series'
 // own labels plus job and instance), in commits of backfillBatch samples.
 // The simulator and the TSDB work in a pipeline: while one batch is being
-// appended and committed, the simulator fills the next. It returns the
-// number of samples appended.
-func backfillCluster(ctx context.Context, db storage.Appendable, c DemoSource, spans []backfillSpan, fams families, instance string) (int, error) {
+// appended and committed, the simulator fills the next. Every
+// backfillFlushSpan of appended history it calls flush (unless nil) to
+// write what the TSDB heads hold to blocks. It returns the number of
+// samples appended.
+func backfillCluster(ctx context.Context, db storage.Appendable, c DemoSource, spans []backfillSpan, fams families, instance string, flush func(context.Context) error) (int, error) {
 	batches := make(chan *backfillBatchBuf, 2)
 	free := make(chan *backfillBatchBuf, 3)
 	for range 3 {
@@ -247,7 +255,7 @@ func backfillCluster(ctx context.Context, db storage.Appendable, c DemoSource, s
 	}
 	appendErr := make(chan error, 1)
 	go func() {
-		appendErr <- appendBatches(ctx, db, batches, free)
+		appendErr <- appendBatches(ctx, db, batches, free, flush)
 	}()
 
 	refs := make(map[string]*backfillRef)
@@ -328,12 +336,26 @@ type backfillBatchBuf struct {
 }
 
 // appendBatches appends and commits every batch it receives, handing the
-// buffers back for reuse. After an error it drains the channel.
-func appendBatches(ctx context.Context, db storage.Appendable, batches <-chan *backfillBatchBuf, free chan<- *backfillBatchBuf) error {
+// buffers back for reuse, and calls flush every backfillFlushSpan of
+// history. After an error it drains the channel.
+func appendBatches(ctx context.Context, db storage.Appendable, batches <-chan *backfillBatchBuf, free chan<- *backfillBatchBuf, flush func(context.Context) error) error {
 	var failed error
+	flushedTo := int64(math.MinInt64)
 	for bb := range batches {
 		if failed == nil {
 			failed = appendBatch(ctx, db, bb)
+		}
+		if failed == nil && flush != nil && len(bb.ts) > 0 {
+			// Batches follow the simulated clock, so the last sample
+			// is the newest.
+			newest := bb.ts[len(bb.ts)-1]
+			switch {
+			case flushedTo == math.MinInt64:
+				flushedTo = newest
+			case newest-flushedTo >= backfillFlushSpan.Milliseconds():
+				failed = flush(ctx)
+				flushedTo = newest
+			}
 		}
 		bb.refs, bb.ts, bb.vs = bb.refs[:0], bb.ts[:0], bb.vs[:0]
 		free <- bb

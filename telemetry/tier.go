@@ -191,6 +191,14 @@ func openTierDB(dir string, withWAL bool, res, retention time.Duration, log *slo
 	if !withWAL {
 		opts.WALSegmentSize = -1
 	}
+	// Isolation keeps a query from seeing half of a commit. The aggregated
+	// tiers are written only by the downsampler and the back-fill, and read
+	// only up to the downsampler's watermark, which moves after the commit,
+	// so it buys nothing there; and it costs memory: each series keeps a
+	// ring of open commits that a long read lets grow and that never
+	// shrinks (160 MiB over a 500-engine fleet's 470,000 aggregate series
+	// after a week's back-fill).
+	opts.IsolationDisabled = res > 0
 	tlog := slog.New(minLevel{h: log.Handler(), min: slog.LevelWarn}).With("component", "tsdb", "dir", filepath.Base(dir))
 	db, err := tsdb.Open(dir, tlog, nil, opts, nil)
 	if err != nil {

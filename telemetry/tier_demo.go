@@ -3,10 +3,12 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/storage"
+	"github.com/prometheus/prometheus/tsdb"
 )
 
 // downsampleTick is how often the downsampler looks for complete
@@ -60,6 +62,22 @@ func (t *Telemetry) backfillTarget(to time.Time) (app storage.Appendable, done f
 		}
 		return t.tiers.ds.setWatermark(1, cut)
 	}
+}
+
+// compactHeads writes what the heads of the tiers the back-fill fills hold
+// beyond their last chunk range to blocks on disk, as the TSDB's own
+// background compaction would if the back-fill did not switch it off.
+func (t *Telemetry) compactHeads(ctx context.Context) error {
+	dbs := []*tsdb.DB{t.db}
+	if t.tiers != nil {
+		dbs = []*tsdb.DB{t.tiers.tiers[0].db, t.tiers.tiers[1].db}
+	}
+	for _, db := range dbs {
+		if err := db.Compact(ctx); err != nil {
+			return fmt.Errorf("compact: %w", err)
+		}
+	}
+	return nil
 }
 
 // splitAppendable routes samples by time: up to cut into the 1-minute

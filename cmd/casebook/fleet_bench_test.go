@@ -6,8 +6,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -106,9 +109,16 @@ const benchTimeout = 10 * time.Minute
 // fleetTelemetry starts the console's telemetry on a simulated fleet.
 func fleetTelemetry(b *testing.B, opts sim.Options) *telemetry.Telemetry {
 	b.Helper()
+	return fleetTelemetryFor(b, demo.New(opts), 70*time.Minute)
+}
+
+// fleetTelemetryFor starts the console's telemetry on a simulated fleet
+// with backfill of history.
+func fleetTelemetryFor(b *testing.B, cluster *demo.Cluster, backfill time.Duration) *telemetry.Telemetry {
+	b.Helper()
 	began := time.Now()
 	tel, err := telemetry.Open(context.Background(), telemetry.Options{
-		DataDir: b.TempDir(), Demo: stillFleet{demo.New(opts)}, DemoBackfill: 70 * time.Minute,
+		DataDir: b.TempDir(), Demo: stillFleet{cluster}, DemoBackfill: backfill,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -120,7 +130,7 @@ func fleetTelemetry(b *testing.B, opts sim.Options) *telemetry.Telemetry {
 }
 
 // waitDownsampled waits until the downsampler has aggregated the
-// back-filled hour into the minute tier, then collects the back-fill's
+// back-fill into the minute and hour tiers, then collects the back-fill's
 // garbage, so that the pages are measured in the steady state of a
 // console that has run a while rather than beside its one-off catch-up
 // (at 500 engines, about a minute of a core).
@@ -132,7 +142,7 @@ func waitDownsampled(b *testing.B, tel *telemetry.Telemetry) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(st.Tiers) > 1 && !st.Tiers[1].Watermark.IsZero() && st.Tiers[1].Lag < 2*time.Minute {
+		if caughtUp(st) {
 			b.Logf("downsampler caught up in %s", time.Since(began).Round(time.Millisecond))
 			// The back-fill leaves gigabytes of garbage whose first
 			// collection takes a minute of background marking.
@@ -140,10 +150,25 @@ func waitDownsampled(b *testing.B, tel *telemetry.Telemetry) {
 			return
 		}
 		if time.Since(began) > 10*time.Minute {
-			b.Fatalf("the downsampler is still %s behind after 10 minutes", st.Tiers[1].Lag)
+			b.Fatalf("the downsampler is still behind after 10 minutes: %+v", st.Tiers)
 		}
 		time.Sleep(time.Second)
 	}
+}
+
+// caughtUp reports whether every aggregated tier trails the wall clock by
+// at most two of its intervals (one for the interval in progress, one for
+// the aggregation's settle time).
+func caughtUp(st telemetry.StorageStats) bool {
+	if len(st.Tiers) < 2 {
+		return false
+	}
+	for _, t := range st.Tiers[1:] {
+		if t.Watermark.IsZero() || t.Lag > 2*t.Resolution+time.Minute {
+			return false
+		}
+	}
+	return true
 }
 
 // overviewLatency requests path b.N times, gap apart, and reports the
@@ -300,4 +325,106 @@ func BenchmarkDetectorFleet(b *testing.B) {
 			b.ReportMetric(float64(scopes), "scopes")
 		})
 	}
+}
+
+// BenchmarkWeekFleet back-fills a week of the fleets' history, as a
+// console that has watched them for a week holds it (the last day in the
+// raw tier, the rest in the 1-minute tier, hours aggregated from those),
+// and, once the back-fill is out of the TSDB heads (see waitHeapSettled),
+// reports how long the back-fill and the downsampler's catch-up took;
+// the live Go heap and the process's resident memory once they are done,
+// after the page requests (also split into the process's own memory,
+// RssAnon, and the TSDB's block files the kernel has mapped in, RssFile:
+// page cache it drops under memory pressure), and at its peak; and the
+// instance's 7-day view and the overview as BenchmarkScopeFleet and
+// BenchmarkOverviewFleet measure them. The simulated fleet runs in this
+// process: its memory is in these numbers, as a real fleet's is not.
+//
+//	GOMEMLIMIT=1200MiB go test -tags sqlite_fts5 -run '^$' -bench WeekFleet -benchtime 20x -timeout 120m ./cmd/casebook/
+func BenchmarkWeekFleet(b *testing.B) {
+	for _, f := range fleets {
+		b.Run(fmt.Sprintf("engines=%d", f.engines), func(b *testing.B) {
+			began := time.Now()
+			tel := fleetTelemetryFor(b, demo.New(f.opts), 7*24*time.Hour)
+			ready := time.Since(began)
+			heap := waitHeapSettled(b)
+			rss := procStatus(b, "VmRSS")
+			diag := diagnose.New(diagnose.Options{})
+			scopes, err := tel.Scopes(context.Background())
+			if err != nil || len(scopes) < 2 {
+				b.Fatalf("scopes: %v (%d)", err, len(scopes))
+			}
+			inst := scopes[1] // sorted: a model, then its first instance
+			for _, page := range []struct{ name, path string }{
+				{"instance-7d", route.URLQuery(route.ScopeInstance, url.Values{"range": {"7d"}}, inst.Model, inst.Instance)},
+				{"overview", "/"},
+			} {
+				b.Run(page.name, func(b *testing.B) {
+					liveLatency(b, web.New(web.Options{Telemetry: tel, Diagnoser: diag, RequestTimeout: benchTimeout}), page.path)
+					b.ReportMetric(ready.Seconds(), "s-backfill")
+					b.ReportMetric(float64(heap)/(1<<20), "MiB-heap")
+					b.ReportMetric(float64(rss)/(1<<20), "MiB-rss")
+					b.ReportMetric(float64(procStatus(b, "VmRSS"))/(1<<20), "MiB-rss-after")
+					b.ReportMetric(float64(procStatus(b, "RssAnon"))/(1<<20), "MiB-rss-anon-after")
+					b.ReportMetric(float64(procStatus(b, "RssFile"))/(1<<20), "MiB-rss-file-after")
+					b.ReportMetric(float64(procStatus(b, "VmHWM"))/(1<<20), "MiB-rss-peak")
+				})
+			}
+		})
+	}
+}
+
+// waitHeapSettled waits until the heads of the tiers hold only their last
+// hours: after a back-fill, the TSDB writes the rest to blocks on disk
+// over a minute or two, and until then it is all in memory. It returns
+// the live heap once three readings 10 s apart have not fallen by more
+// than 5 %.
+func waitHeapSettled(b *testing.B) int64 {
+	b.Helper()
+	began := time.Now()
+	heap, steady := liveHeap(), 0
+	for steady < 3 {
+		time.Sleep(10 * time.Second)
+		h := liveHeap()
+		if h > heap*95/100 {
+			steady++
+		} else {
+			steady = 0
+		}
+		heap = h
+		if time.Since(began) > 15*time.Minute {
+			b.Fatalf("the heap is still falling after 15 minutes: %d MiB", heap>>20)
+		}
+	}
+	b.Logf("heap settled at %d MiB in %s", heap>>20, time.Since(began).Round(time.Second))
+	return heap
+}
+
+// liveHeap is the Go heap that survives a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// procStatus reads a memory field of /proc/self/status (VmRSS, RssAnon,
+// RssFile, VmHWM) in bytes.
+func procStatus(b *testing.B, field string) int64 {
+	b.Helper()
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(string(raw)) {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				b.Fatalf("%s %q: %v", field, rest, err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatalf("no %s in /proc/self/status", field)
+	return 0
 }
