@@ -101,26 +101,18 @@ func ftsWords(q string) []string {
 	return words[:min(len(words), 16)]
 }
 
-// ftsQuery turns user text into an FTS5 query that can only mean "all of
-// these word prefixes": every token is quoted, so operators, column filters
-// and quotes in the input are inert.
-func ftsQuery(q string) string {
-	var terms []string
-	for _, w := range ftsWords(q) {
-		terms = append(terms, ftsQuote(w)+"*")
-	}
-	return strings.Join(terms, " ")
-}
-
+// ftsQuote quotes a word for an FTS5 query, so that operators, column
+// filters and quotes in user text are inert.
 func ftsQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // maxExpansion bounds how many terms exactQuery puts in place of a word
 // (a variable for tests, which set it to 0 to keep every word a prefix).
 var maxExpansion = 32
 
-// exactQuery returns an FTS5 query for the same rows as ftsQuery(q) that
-// names exact terms where it can: a word of ASCII letters and digits
-// becomes the terms of the full index that begin with it, OR-ed. Other
+// exactQuery returns an FTS5 query for the rows that hold every word of q
+// as a prefix of a term, naming exact terms where it can: a word of ASCII
+// letters and digits becomes the terms of the full index that begin with
+// it, OR-ed. Other
 // words, and words that begin more than maxExpansion terms or a term with
 // other characters, stay prefixes; exact reports whether none did. FTS5
 // reads exact terms newest first and skips to the rows the other words

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -135,16 +136,21 @@ func TestSearchRecentSplit(t *testing.T) {
 	}
 }
 
+// ftsQuery is the query exactQuery stands for: every word a prefix.
+func ftsQuery(q string) string {
+	var terms []string
+	for _, w := range ftsWords(q) {
+		terms = append(terms, ftsQuote(w)+"*")
+	}
+	return strings.Join(terms, " ")
+}
+
 // TestExactQuery checks that the full index finds the same rows for
 // exactQuery's exact terms as for ftsQuery's prefixes, and that it names
 // exact terms only for plain words that begin few terms, all plain.
 func TestExactQuery(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "exact.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openInternal(t)
 	titles := []string{"alpha", "alphabet soup", "Alphanumeric ID", "Straße closed", "café crème", "k8s node", "k9 pod", "kv_cache full", "rare alpha", "Über load"}
 	for i := range maxExpansion + 1 {
 		titles = append(titles, fmt.Sprintf("many m%02d", i))
@@ -216,11 +222,7 @@ func head(ids []int64) string {
 //	CASEBOOK_BENCH_INCIDENTS=1000000 go test -tags sqlite_fts5 -run '^$' -bench SearchSplit -benchtime 30x ./store/
 func BenchmarkSearchSplit(b *testing.B) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(b.TempDir(), "split.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openInternal(b)
 	n := benchSplitSize()
 	if _, err := s.w.ExecContext(ctx, `
 		WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < ?)

@@ -11,17 +11,25 @@ import (
 	"github.com/casebook/casebook/metrics"
 )
 
+// openInternal opens a fresh archive for the package's own tests, which
+// reach its connections; it is closed when the test ends.
+func openInternal(tb testing.TB) *Store {
+	tb.Helper()
+	s, err := Open(context.Background(), filepath.Join(tb.TempDir(), "casebook.db"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	return s
+}
+
 // TestSeedBulkIndexesLikeTheTriggers checks that SeedBulk, which drops the
 // search triggers for its transaction and indexes the batch in bulk, leaves
 // both search indexes as the triggers would have: across the edge of
 // search_recent's window, with the triggers back in place afterwards.
 func TestSeedBulkIndexesLikeTheTriggers(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "seed.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openInternal(t)
 	// Filler written row by row through the triggers, so the seeded batches
 	// below push the oldest filler out of search_recent's window.
 	const filler = recentWindow - 10
