@@ -18,7 +18,7 @@ func TestBackfillFlushesHeads(t *testing.T) {
 	from := to.Add(-25 * time.Hour)
 	c := &simDemo{c: sim.New(sim.Options{Start: from})}
 	flushes := 0
-	flush := func(ctx context.Context) error {
+	flush := func(ctx context.Context, _ int64) error {
 		flushes++
 		return db.Compact(ctx)
 	}

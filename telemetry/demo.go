@@ -112,7 +112,7 @@ func (t *Telemetry) startDemo(ctx, bg context.Context, src DemoSource, backfill 
 	// runs afterwards, in the background.
 	t.db.DisableCompactions()
 	began := time.Now()
-	dst, done := t.backfillTarget(now)
+	dst, flush, done := t.backfillTarget(now)
 	fineFrom := now.Add(-demoFineTail)
 	if fineFrom.Before(from) {
 		fineFrom = from
@@ -121,7 +121,11 @@ func (t *Telemetry) startDemo(ctx, bg context.Context, src DemoSource, backfill 
 		{from: from, to: fineFrom, step: demoBackfillStep},
 		{from: fineFrom.Add(t.opts.ScrapeInterval), to: now, step: t.opts.ScrapeInterval},
 	}
-	n, err := backfillCluster(ctx, dst, src, spans, fams, hostPortOf(demoBaseURL), t.compactHeads)
+	n, err := backfillCluster(ctx, dst, src, spans, fams, hostPortOf(demoBaseURL), flush)
+	if err == nil {
+		// The last stretch, aggregated while the heads still hold it.
+		err = flush(ctx, now.UnixMilli()+1)
+	}
 	t.db.EnableCompactions()
 	if err == nil {
 		err = done()
@@ -244,10 +248,10 @@ type backfillRef struct {
 // own labels plus job and instance), in commits of backfillBatch samples.
 // The simulator and the TSDB work in a pipeline: while one batch is being
 // appended and committed, the simulator fills the next. Every
-// backfillFlushSpan of appended history it calls flush (unless nil) to
-// write what the TSDB heads hold to blocks. It returns the number of
-// samples appended.
-func backfillCluster(ctx context.Context, db storage.Appendable, c DemoSource, spans []backfillSpan, fams families, instance string, flush func(context.Context) error) (int, error) {
+// backfillFlushSpan of appended history it calls flush (unless nil), with
+// every sample before through appended, to aggregate and write what the
+// TSDB heads hold to blocks. It returns the number of samples appended.
+func backfillCluster(ctx context.Context, db storage.Appendable, c DemoSource, spans []backfillSpan, fams families, instance string, flush func(ctx context.Context, through int64) error) (int, error) {
 	batches := make(chan *backfillBatchBuf, 2)
 	free := make(chan *backfillBatchBuf, 3)
 	for range 3 {
@@ -338,7 +342,7 @@ type backfillBatchBuf struct {
 // appendBatches appends and commits every batch it receives, handing the
 // buffers back for reuse, and calls flush every backfillFlushSpan of
 // history. After an error it drains the channel.
-func appendBatches(ctx context.Context, db storage.Appendable, batches <-chan *backfillBatchBuf, free chan<- *backfillBatchBuf, flush func(context.Context) error) error {
+func appendBatches(ctx context.Context, db storage.Appendable, batches <-chan *backfillBatchBuf, free chan<- *backfillBatchBuf, flush func(context.Context, int64) error) error {
 	var failed error
 	flushedTo := int64(math.MinInt64)
 	for bb := range batches {
@@ -353,7 +357,8 @@ func appendBatches(ctx context.Context, db storage.Appendable, batches <-chan *b
 			case flushedTo == math.MinInt64:
 				flushedTo = newest
 			case newest-flushedTo >= backfillFlushSpan.Milliseconds():
-				failed = flush(ctx)
+				// Samples at newest may continue in the next batch.
+				failed = flush(ctx, newest)
 				flushedTo = newest
 			}
 		}

@@ -202,14 +202,20 @@ func (d *downsampler) run(ctx context.Context, tick time.Duration) {
 
 // catchUp aggregates every complete interval of both tiers, then lets the
 // raw tier's retention drop what is aggregated.
-func (d *downsampler) catchUp(ctx context.Context) (err error) {
+func (d *downsampler) catchUp(ctx context.Context) error {
+	return d.catchUpUntil(ctx, math.MaxInt64)
+}
+
+// catchUpUntil is catchUp for the intervals that end by until (Unix ms):
+// the back-fill's, whose raw data is complete only up to where it has got.
+func (d *downsampler) catchUpUntil(ctx context.Context, until int64) (err error) {
 	defer func() { err = errors.Join(err, d.ts.applyRawRetention()) }()
 	for level := 1; level < 3; level++ {
 		for {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			more, err := d.step(ctx, level)
+			more, err := d.step(ctx, level, until)
 			if err != nil {
 				return err
 			}
@@ -253,14 +259,15 @@ func oldest(db *tsdb.DB) int64 {
 	return mint
 }
 
-// step aggregates one chunk of complete intervals of the tier at level and
-// reports whether more complete intervals are waiting.
-func (d *downsampler) step(ctx context.Context, level int) (bool, error) {
+// step aggregates one chunk of complete intervals of the tier at level,
+// none ending after until, and reports whether more complete intervals are
+// waiting.
+func (d *downsampler) step(ctx context.Context, level int, until int64) (bool, error) {
 	r := tierLevels[level].Milliseconds()
 	src, dst := d.ts.tiers[level-1], d.ts.tiers[level]
 	var limit int64
 	if level == 1 {
-		limit = floorTo(d.ts.now().Add(-d.ts.opts.Lateness).UnixMilli(), r)
+		limit = floorTo(min(d.ts.now().Add(-d.ts.opts.Lateness).UnixMilli(), until), r)
 	} else {
 		wm1 := d.watermark(1)
 		if wm1 == math.MinInt64 {

@@ -259,7 +259,13 @@ func TestTiersAgree(t *testing.T) {
 // runs.
 func dumpTier(tb testing.TB, db *tsdb.DB) map[string][]tsample {
 	tb.Helper()
-	q, err := db.Querier(math.MinInt64, math.MaxInt64)
+	return dumpSpan(tb, db, math.MinInt64, math.MaxInt64)
+}
+
+// dumpSpan returns every series and sample of db in [mint, maxt].
+func dumpSpan(tb testing.TB, db *tsdb.DB, mint, maxt int64) map[string][]tsample {
+	tb.Helper()
+	q, err := db.Querier(mint, maxt)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -284,26 +290,32 @@ func dumpTier(tb testing.TB, db *tsdb.DB) map[string][]tsample {
 func compareTiers(t *testing.T, got, want *tierSet) {
 	t.Helper()
 	for level := 1; level < 3; level++ {
-		g, w := dumpTier(t, got.tiers[level].db), dumpTier(t, want.tiers[level].db)
-		if len(w) == 0 {
-			t.Fatalf("%s tier: reference run is empty", tierNames[level])
+		compareDumps(t, tierNames[level], dumpTier(t, got.tiers[level].db), dumpTier(t, want.tiers[level].db))
+	}
+}
+
+// compareDumps checks that two dumps of a tier hold the same series and
+// samples.
+func compareDumps(t *testing.T, name string, g, w map[string][]tsample) {
+	t.Helper()
+	if len(w) == 0 {
+		t.Fatalf("%s tier: reference run is empty", name)
+	}
+	for k, ws := range w {
+		gs := g[k]
+		if len(gs) != len(ws) {
+			t.Errorf("%s tier %s: %d samples, want %d", name, k, len(gs), len(ws))
+			continue
 		}
-		for k, ws := range w {
-			gs := g[k]
-			if len(gs) != len(ws) {
-				t.Errorf("%s tier %s: %d samples, want %d", tierNames[level], k, len(gs), len(ws))
-				continue
+		for i := range ws {
+			if gs[i] != ws[i] {
+				t.Errorf("%s tier %s sample %d: %v, want %v", name, k, i, gs[i], ws[i])
+				break
 			}
-			for i := range ws {
-				if gs[i] != ws[i] {
-					t.Errorf("%s tier %s sample %d: %v, want %v", tierNames[level], k, i, gs[i], ws[i])
-					break
-				}
-			}
 		}
-		if len(g) != len(w) {
-			t.Errorf("%s tier: %d series, want %d", tierNames[level], len(g), len(w))
-		}
+	}
+	if len(g) != len(w) {
+		t.Errorf("%s tier: %d series, want %d", name, len(g), len(w))
 	}
 }
 
