@@ -154,9 +154,13 @@ func ParseWindow(q url.Values, now time.Time) (TimeWindow, error) {
 	return w, nil
 }
 
+// steps are the charts' resolutions. None lies between 15 minutes and an
+// hour: a window too long for 15-minute steps (over 3.75 days, the 7-day
+// view) is drawn hourly from the hourly tier, held in memory, rather than
+// from a week of minutes read back from disk.
 var steps = []time.Duration{
 	15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute,
-	10 * time.Minute, 15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour,
+	10 * time.Minute, 15 * time.Minute, time.Hour, 2 * time.Hour,
 	3 * time.Hour, 6 * time.Hour,
 }
 

@@ -21,7 +21,7 @@ func TestParseWindow(t *testing.T) {
 		wantParam string // "" when valid
 	}{
 		{"default", "", now.Add(-time.Hour), now, 15 * time.Second, ""},
-		{"preset 7d", "range=7d", now.Add(-7 * 24 * time.Hour), now, 30 * time.Minute, ""},
+		{"preset 7d", "range=7d", now.Add(-7 * 24 * time.Hour), now, time.Hour, ""},
 		{"preset 15m", "range=15m", now.Add(-15 * time.Minute), now, 15 * time.Second, ""},
 		{"rfc3339", "from=2026-11-29T00:00:00Z&to=2026-11-29T06:00:00Z", time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 29, 6, 0, 0, 0, time.UTC), time.Minute, ""},
 		{"offset zone", "from=2026-11-29T01:00:00%2B01:00&to=2026-11-29T02:00:00Z", time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 29, 2, 0, 0, 0, time.UTC), 30 * time.Second, ""},

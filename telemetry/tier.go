@@ -272,11 +272,23 @@ func (ts *tierSet) levelFor(span time.Duration) int {
 	}
 }
 
+// levelForStep returns the coarsest tier a range query at step may read
+// whatever its span: the hourly tier from a step of an hour, since a
+// point per hour needs no finer data; else raw (levelFor decides by span).
+// A week at hourly steps then reads 168 aggregates a series from memory
+// instead of 10,080 minutes from the 1-minute tier's block files.
+func levelForStep(step time.Duration) int {
+	if step >= tierLevels[2] {
+		return 2
+	}
+	return 0
+}
+
 // resolutionAt returns the resolution of the data a query reads at t when
-// it may use any tier: 0 where raw data serves it (the caller knows the
-// raw resolution), else the aggregate tier's resolution.
-func (ts *tierSet) resolutionAt(t time.Time) time.Duration {
-	cut := ts.cuts(0)
+// it may use tiers as coarse as level c: 0 where raw data serves it (the
+// caller knows the raw resolution), else the aggregate tier's resolution.
+func (ts *tierSet) resolutionAt(t time.Time, c int) time.Duration {
+	cut := ts.cuts(c)
 	ms := t.UnixMilli()
 	switch {
 	case ms > cut[0]:
@@ -319,7 +331,8 @@ func (ts *tierSet) queryable(c int) storage.Queryable {
 
 // TieredQuerier evaluates PromQL over the tiered embedded store. It picks
 // the coarsest tier a query may read from its time span (raw up to the raw
-// retention, then 1-minute, then 1-hour) and stitches the finer tiers in
+// retention, then 1-minute, then 1-hour) or its step (see levelForStep)
+// and stitches the finer tiers in
 // where the coarser one has not been aggregated yet. The lookback of
 // instant selectors widens with the resolution, so a gauge read from the
 // 1-hour tier finds its hourly sample.
@@ -334,7 +347,7 @@ func newTieredQuerier(ts *tierSet, log *slog.Logger) *TieredQuerier {
 
 func (q *TieredQuerier) lookback(c int, from time.Time) time.Duration {
 	res := tierLevels[c]
-	if r := q.ts.resolutionAt(from); r > res {
+	if r := q.ts.resolutionAt(from, c); r > res {
 		res = r
 	}
 	return embeddedLookback + res
@@ -362,7 +375,7 @@ func (q *TieredQuerier) Range(ctx context.Context, query string, start, end time
 	if n := end.Sub(start) / step; n > 11000 {
 		return nil, fmt.Errorf("telemetry: query %q: %d points per series is over the 11000 limit; use a coarser step", query, n)
 	}
-	c := q.ts.levelFor(end.Sub(start))
+	c := max(q.ts.levelFor(end.Sub(start)), levelForStep(step))
 	opts := promql.NewPrometheusQueryOpts(false, q.lookback(c, start), nil)
 	qry, err := q.engine.engine.NewRangeQuery(ctx, q.ts.queryable(c), opts, query, start, end, step)
 	if err != nil {

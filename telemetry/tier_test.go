@@ -663,3 +663,41 @@ func TestParseWatermark(t *testing.T) {
 		})
 	}
 }
+
+// TestHourlyStepReadsHourTier: a range query at an hourly step reads the
+// 1-hour tier even when its span lies within the raw retention (a gauge
+// is its hourly mean, not the raw sample on the hour), and its rate
+// window spans two of the tier's aggregates, not four.
+func TestHourlyStepReadsHourTier(t *testing.T) {
+	now := tierBase.Add(4*time.Hour + 10*time.Minute)
+	ts := openTestTiers(t, t.TempDir(), TierOptions{}, &now)
+	defer ts.close()
+	var src rawSource
+	src.appendRange(t, ts.raw(), 0, 4*3600+10*60)
+	if err := ts.ds.catchUp(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	q := newTieredQuerier(ts, slog.New(slog.DiscardHandler))
+	rs, err := q.Range(context.Background(), "test_gauge", tierBase.Add(2*time.Hour), tierBase.Add(4*time.Hour), time.Hour)
+	if err != nil || len(rs) != 1 || len(rs[0].Samples) != 3 {
+		t.Fatalf("hourly range: %v, %v", rs, err)
+	}
+	for _, s := range rs[0].Samples {
+		hour := readSeries(t, ts.tiers[2].db, gaugeLabels, s.T.Add(-time.Hour), s.T)
+		onTheHour := readSeries(t, ts.raw(), gaugeLabels, s.T.Add(-time.Second), s.T)
+		if len(hour) != 1 || s.V != hour[0].v {
+			t.Errorf("at %s: %v, want the hour's mean %v", s.T.Format(time.TimeOnly), s.V, hour)
+		}
+		if len(onTheHour) == 1 && s.V == onTheHour[0].v {
+			t.Errorf("at %s: %v is the raw sample on the hour", s.T.Format(time.TimeOnly), s.V)
+		}
+	}
+
+	res := resolutions{live: time.Second, tiers: ts}
+	if got := res.rangeWindow(tierBase.Add(2*time.Hour), time.Hour); got != 2*time.Hour {
+		t.Errorf("rate window at an hourly step over the hour tier: %s, want 2h", got)
+	}
+	if got := res.rangeWindow(tierBase.Add(2*time.Hour), 15*time.Minute); got != 15*time.Minute+time.Second {
+		t.Errorf("rate window at a 15-minute step over raw data: %s, want 15m1s", got)
+	}
+}

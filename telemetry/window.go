@@ -29,14 +29,15 @@ type resolutions struct {
 	tiers *tierSet
 }
 
-// at returns the coarsest resolution of the data from `from` on.
-func (r resolutions) at(from time.Time) time.Duration {
+// at returns the coarsest resolution of the data from `from` on, for a
+// query that may read tiers as coarse as level c.
+func (r resolutions) at(from time.Time, c int) time.Duration {
 	res := r.live
 	if !r.coarseEnd.IsZero() && from.Before(r.coarseEnd) && r.coarse > r.live {
 		res = r.coarse
 	}
 	if r.tiers != nil {
-		res = max(res, r.tiers.resolutionAt(from))
+		res = max(res, r.tiers.resolutionAt(from, c))
 	}
 	return res
 }
@@ -51,18 +52,25 @@ func rateWindow(step, res time.Duration) time.Duration {
 
 // rangeWindow returns the rate window of a range query over [start, end]
 // at step: the resolution is the coarsest of the data any window reads.
+// Hourly aggregates sit exactly on the hour, with none of a scrape's
+// jitter, so over them step + resolution (two aggregates at least) is
+// enough: four hours would smear an hour's incident over four points.
 func (r resolutions) rangeWindow(start time.Time, step time.Duration) time.Duration {
+	c := levelForStep(step)
 	res := r.live
 	w := rateWindow(step, res)
 	// A wider window may reach coarser data; three rounds cover raw, 1m
 	// and 1h.
 	for range 3 {
-		next := r.at(start.Add(-w))
+		next := r.at(start.Add(-w), c)
 		if next == res {
 			break
 		}
 		res = next
 		w = rateWindow(step, res)
+	}
+	if res == tierLevels[2] {
+		w = roundUp(max(step, res)+res, time.Second)
 	}
 	return w
 }
@@ -72,7 +80,7 @@ func (r resolutions) rangeWindow(start time.Time, step time.Duration) time.Durat
 // data is coarser (the back-filled past).
 func (r resolutions) currentWindow(at time.Time) time.Duration {
 	w := max(time.Minute, 4*r.live)
-	if res := r.at(at.Add(-w)); res != r.live {
+	if res := r.at(at.Add(-w), 0); res != r.live {
 		w = max(time.Minute, 4*res)
 	}
 	return roundUp(w, time.Second)
