@@ -137,15 +137,15 @@ type splitAppender struct {
 // Append implements storage.Appender.
 func (a *splitAppender) Append(ref storage.SeriesRef, l labels.Labels, t int64, v float64) (storage.SeriesRef, error) {
 	if ref == 0 || int(ref) > len(a.s.series) {
-		sr := splitSeries{lset: l, counter: isCounter(l.Get(labels.MetricName))}
-		if !sr.counter {
-			sr.out = newGaugeSeries(l, 1)
-		}
-		a.s.series = append(a.s.series, sr)
+		a.s.series = append(a.s.series, splitSeries{lset: l, counter: isCounter(l.Get(labels.MetricName))})
 		ref = storage.SeriesRef(len(a.s.series))
 	}
 	e := &a.s.series[ref-1]
 	if t > a.s.cut {
+		// Past the cut a series goes only to the raw tier: its aggregate
+		// series' labels can go (at 500 engines, 165,000 series hold
+		// three extra label sets each).
+		e.out = gaugeSeries{}
 		r, err := a.Appender.Append(e.rawRef, e.lset, t, v)
 		if err != nil {
 			return ref, err
@@ -163,6 +163,9 @@ func (a *splitAppender) Append(ref storage.SeriesRef, l labels.Labels, t int64, 
 		r, err := a.tier.Append(e.tierRef[0], e.lset, t, v)
 		e.tierRef[0] = r
 		return ref, err
+	}
+	if e.out.mean.IsEmpty() {
+		e.out = newGaugeSeries(e.lset, 1)
 	}
 	for i, x := range [4]struct {
 		l labels.Labels
