@@ -193,19 +193,25 @@
 // which the TSDB ignores.
 //
 // Queries pick the coarsest tier their time span allows (raw up to the raw
-// retention, then 1-minute up to its retention, then 1-hour) and stitch
+// retention, then 1-minute up to its retention, then 1-hour), or the
+// 1-hour tier for a range at an hourly step whatever its span, and stitch
 // the tiers by time through one storage.Queryable: a coarser tier serves
 // everything up to its watermark, a finer one only what comes after, and
 // where a tier's data has expired the next coarser one takes over. Each
 // tier answers only for its own span, so no sample is read twice. Rate
 // windows follow the rule above with the resolution of the coarsest data
-// read, and the lookback of instant selectors grows by the resolution, so a
-// gauge read from the 1-hour tier finds its hourly mean.
+// read (over hourly aggregates, which carry no scrape jitter, step + one
+// hour: two aggregates), and the lookback of instant selectors grows by
+// the resolution, so a gauge read from the 1-hour tier finds its hourly
+// mean.
 //
 // Demo mode back-fills history older than the raw retention straight into
 // the 1-minute tier (it is one-minute data already, stored as one-sample
-// aggregates), the rest into the raw tier; the downsampler then fills the
-// 1-minute tier from the raw day and the 1-hour tier from the week.
+// aggregates), the rest into the raw tier. Every six hours of history it
+// has the downsampler aggregate what it wrote (the 1-minute tier from the
+// raw day, the 1-hour tier from the 1-minute one) while the TSDB heads
+// still hold it, then writes the heads to blocks: aggregating the week
+// afterwards would read it back from the block files.
 //
 // # DCGM
 //
