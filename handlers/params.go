@@ -156,8 +156,9 @@ func ParseWindow(q url.Values, now time.Time) (TimeWindow, error) {
 
 // steps are the charts' resolutions. None lies between 15 minutes and an
 // hour: a window too long for 15-minute steps (over 3.75 days, the 7-day
-// view) is drawn hourly from the hourly tier, held in memory, rather than
-// from a week of minutes read back from disk.
+// view) is drawn hourly from the hourly tier, whose last days the TSDB
+// head holds in memory, rather than from a week of minutes read back from
+// block files.
 var steps = []time.Duration{
 	15 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 5 * time.Minute,
 	10 * time.Minute, 15 * time.Minute, time.Hour, 2 * time.Hour,

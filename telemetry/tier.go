@@ -332,8 +332,8 @@ func (ts *tierSet) queryable(c int) storage.Queryable {
 // TieredQuerier evaluates PromQL over the tiered embedded store. It picks
 // the coarsest tier a query may read from its time span (raw up to the raw
 // retention, then 1-minute, then 1-hour) or its step (see levelForStep)
-// and stitches the finer tiers in
-// where the coarser one has not been aggregated yet. The lookback of
+// and stitches the finer tiers in where the coarser one has not been
+// aggregated yet. The lookback of
 // instant selectors widens with the resolution, so a gauge read from the
 // 1-hour tier finds its hourly sample.
 type TieredQuerier struct {
