@@ -160,15 +160,23 @@ func exactIncrease(ss []tsample) float64 {
 	return inc
 }
 
-func TestTiersAgree(t *testing.T) {
+// downsampledTiers opens tiers holding 4 h 10 min of rawSource data from
+// tierBase, aggregated by the downsampler, with the clock at their end.
+func downsampledTiers(t *testing.T) (*tierSet, time.Time) {
+	t.Helper()
 	now := tierBase.Add(4*time.Hour + 10*time.Minute)
 	ts := openTestTiers(t, t.TempDir(), TierOptions{}, &now)
-	defer ts.close()
+	t.Cleanup(func() { _ = ts.close() })
 	var src rawSource
 	src.appendRange(t, ts.raw(), 0, 4*3600+10*60)
 	if err := ts.ds.catchUp(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	return ts, now
+}
+
+func TestTiersAgree(t *testing.T) {
+	ts, now := downsampledTiers(t)
 	if got, want := msTime(ts.ds.watermark(1)), now.Add(-time.Minute); !got.Equal(want) {
 		t.Errorf("1m watermark = %s, want %s (lateness 30 s)", got, want)
 	}
@@ -669,14 +677,7 @@ func TestParseWatermark(t *testing.T) {
 // is its hourly mean, not the raw sample on the hour), and its rate
 // window spans two of the tier's aggregates, not four.
 func TestHourlyStepReadsHourTier(t *testing.T) {
-	now := tierBase.Add(4*time.Hour + 10*time.Minute)
-	ts := openTestTiers(t, t.TempDir(), TierOptions{}, &now)
-	defer ts.close()
-	var src rawSource
-	src.appendRange(t, ts.raw(), 0, 4*3600+10*60)
-	if err := ts.ds.catchUp(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	ts, _ := downsampledTiers(t)
 	q := newTieredQuerier(ts, slog.New(slog.DiscardHandler))
 	rs, err := q.Range(context.Background(), "test_gauge", tierBase.Add(2*time.Hour), tierBase.Add(4*time.Hour), time.Hour)
 	if err != nil || len(rs) != 1 || len(rs[0].Samples) != 3 {
