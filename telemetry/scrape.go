@@ -133,8 +133,17 @@ type scrapeLoop struct {
 	cache  map[string]*cacheEntry
 	iter   uint64
 	symtab *labels.SymbolTable
-	buf    bytes.Buffer
 }
+
+// bodyPool holds the buffers scrape bodies are read into. A buffer kept
+// by every target between its scrapes would hold the whole fleet's
+// exposition text all the time (about 50 MB at 500 engines); pooled, there
+// is about one buffer per scrape in flight.
+var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBody is the largest buffer returned to bodyPool: a rare huge
+// exposition is not kept for everyone.
+const maxPooledBody = 8 << 20
 
 func newScrapeLoop(t scrapeTarget, client *http.Client, db storage.Appendable, status *statusBoard) *scrapeLoop {
 	return &scrapeLoop{
@@ -168,7 +177,13 @@ func (l *scrapeLoop) scrape(ctx context.Context, now time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ts := now.UnixMilli()
-	body, err := l.fetch(ctx)
+	buf := bodyPool.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBody {
+			bodyPool.Put(buf)
+		}
+	}()
+	body, err := l.fetch(ctx, buf)
 	if err == nil {
 		err = l.appendBody(ctx, body, ts)
 	}
@@ -181,7 +196,8 @@ func (l *scrapeLoop) scrape(ctx context.Context, now time.Time) error {
 	return nil
 }
 
-func (l *scrapeLoop) fetch(ctx context.Context) ([]byte, error) {
+// fetch reads the target's body into buf and returns it.
+func (l *scrapeLoop) fetch(ctx context.Context, buf *bytes.Buffer) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.target.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.target.url, nil)
@@ -202,8 +218,8 @@ func (l *scrapeLoop) fetch(ctx context.Context) ([]byte, error) {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		return nil, fmt.Errorf("scrape: server returned HTTP status %s", resp.Status)
 	}
-	l.buf.Reset()
-	n, err := l.buf.ReadFrom(io.LimitReader(resp.Body, l.maxBody+1))
+	buf.Reset()
+	n, err := buf.ReadFrom(io.LimitReader(resp.Body, l.maxBody+1))
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("scrape timed out after %s while reading the body", l.target.timeout)
@@ -213,7 +229,7 @@ func (l *scrapeLoop) fetch(ctx context.Context) ([]byte, error) {
 	if n > l.maxBody {
 		return nil, fmt.Errorf("scrape: body exceeds the %d-byte limit", l.maxBody)
 	}
-	return l.buf.Bytes(), nil
+	return buf.Bytes(), nil
 }
 
 // appendBody parses a text exposition and appends every float sample. It

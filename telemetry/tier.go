@@ -176,15 +176,26 @@ func (ts *tierSet) applyRawRetention() error {
 }
 
 // openTierDB opens one tier whose samples come every res (0 for raw).
-// The head cuts a block once it spans its chunk range, which is at least
-// 120 samples of the tier (a full chunk; 2 h for raw and 1-minute data, 5
-// days for hourly data). Blocks grow to a quarter of the retention (up to
-// 31 days), so retention drops old data in steps of at most a quarter of
-// it.
+// The head cuts a block once it spans its chunk range: 2 h for raw and
+// 1-minute data (a full chunk of the 1-minute tier). The hourly tier's
+// head is written out hour by hour instead (see flushHourHead), so its
+// blocks start at an hour. Blocks grow to a quarter of the retention (up
+// to 31 days), so retention drops old data in steps of at most a quarter
+// of it.
 func openTierDB(dir string, withWAL bool, res, retention time.Duration, log *slog.Logger) (*tsdb.DB, error) {
 	opts := tsdb.DefaultOptions()
 	opts.RetentionDuration = retention.Milliseconds()
-	minBlock := max(2*time.Hour, 120*res)
+	minBlock := 2 * time.Hour
+	if res == tierLevels[2] {
+		minBlock = res
+		// Room for a counter's value before a reset, which comes after
+		// its hour's block is written (see flushHourHead).
+		opts.OutOfOrderTimeWindow = (2 * res).Milliseconds()
+		// A block's chunk file is preallocated at its full segment size:
+		// 512 MiB by default, space an hourly block of a few MB would
+		// claim from the disk every hour.
+		opts.MaxBlockChunkSegmentSize = 16 << 20
+	}
 	opts.MinBlockDuration = minBlock.Milliseconds()
 	maxBlock := min(max(retention/4, minBlock), 31*24*time.Hour)
 	opts.MaxBlockDuration = max(maxBlock, minBlock).Milliseconds()
@@ -390,7 +401,7 @@ type TierStats struct {
 	Name       string        // "raw", "1m" or "1h"
 	Resolution time.Duration // 0 for raw (the scrape interval)
 	Retention  time.Duration
-	Series     uint64    // series in the in-memory head
+	Series     uint64    // series in the in-memory head (hourly tier: in its newest block)
 	DiskBytes  int64     // bytes under the tier's directory
 	Oldest     time.Time // oldest sample held; zero when empty
 	Newest     time.Time // newest sample held; zero when empty
@@ -425,9 +436,20 @@ func (ts *tierSet) stats() StorageStats {
 	for _, t := range ts.tiers {
 		st := TierStats{Name: t.name, Resolution: t.res(), Retention: t.retention, Series: t.db.Head().NumSeries(), DiskBytes: dirSize(t.dir)}
 		mint, maxt := int64(math.MaxInt64), int64(math.MinInt64)
+		var newest tsdb.BlockMeta
 		for _, b := range t.db.Blocks() {
 			mint = min(mint, b.Meta().MinTime)
 			maxt = max(maxt, b.Meta().MaxTime-1)
+			// Of two blocks of the newest hour, the out-of-order one holds
+			// only the few series that came late.
+			if m := b.Meta(); m.MaxTime > newest.MaxTime || m.MaxTime == newest.MaxTime && m.Stats.NumSeries > newest.Stats.NumSeries {
+				newest = m
+			}
+		}
+		if st.Series == 0 {
+			// The hourly tier's head is empty between hours (see
+			// flushHourHead): its newest block holds the series written.
+			st.Series = newest.Stats.NumSeries
 		}
 		if h := t.db.Head(); h.NumSeries() > 0 && h.MinTime() != math.MaxInt64 {
 			mint = min(mint, h.MinTime())

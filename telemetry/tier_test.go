@@ -702,3 +702,36 @@ func TestHourlyStepReadsHourTier(t *testing.T) {
 		t.Errorf("rate window at a 15-minute step over raw data: %s, want 15m1s", got)
 	}
 }
+
+// TestHourTierHeadEmpties checks that the hourly tier keeps nothing in
+// memory between hours: every hour is a block of its own, starting on the
+// hour, and the storage page still counts the tier's series.
+func TestHourTierHeadEmpties(t *testing.T) {
+	ts, _ := downsampledTiers(t)
+	h1 := ts.tiers[2].db
+	if n := h1.Head().NumSeries(); n != 0 {
+		t.Errorf("hourly tier head holds %d series after the downsampler's pass, want 0", n)
+	}
+	hours := map[int64]bool{}
+	for _, b := range h1.Blocks() {
+		m := b.Meta()
+		if m.MinTime%time.Hour.Milliseconds() != 0 || m.MaxTime-m.MinTime > time.Hour.Milliseconds() {
+			t.Errorf("block [%s, %s) is not one hour from the hour", msTime(m.MinTime), msTime(m.MaxTime))
+		}
+		hours[m.MinTime] = true
+	}
+	// Hours 0 to 4 after tierBase (the first holds the aggregate of the
+	// interval ending at tierBase); out-of-order blocks share an hour.
+	if len(hours) != 5 {
+		t.Errorf("hourly tier has blocks for %d hours, want 5", len(hours))
+	}
+	var st TierStats
+	for _, s := range ts.stats().Tiers {
+		if s.Name == TierHour {
+			st = s
+		}
+	}
+	if want := dumpTier(t, h1); st.Series != uint64(len(want)) {
+		t.Errorf("storage stats count %d hourly series, want %d", st.Series, len(want))
+	}
+}
