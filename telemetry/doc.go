@@ -160,6 +160,14 @@
 // retention waits for the downsampler: raw data is dropped only once it is
 // aggregated (a raw TSDB from before the tiers is aggregated first).
 //
+// The hourly tier keeps nothing in memory: after every hour it aggregates,
+// it writes its head to a block of that hour and empties it, so its series
+// (as many as the 1-minute tier's) cost memory only for the moment of the
+// write, and the TSDB's compaction merges the hours into longer blocks. A
+// counter's value before a reset, which sits inside the hour whose block
+// is already written, goes in out of order and into a block that
+// compaction merges with that hour's.
+//
 // Faults: every write commits only while the data directory's file system
 // has DiskReserve free (256 MiB by default), so a full disk is a clear
 // ErrDiskFull and a gap, never a torn write-ahead log; a wall clock that
