@@ -401,7 +401,7 @@ type TierStats struct {
 	Name       string        // "raw", "1m" or "1h"
 	Resolution time.Duration // 0 for raw (the scrape interval)
 	Retention  time.Duration
-	Series     uint64    // series in the in-memory head (hourly tier: in its newest block)
+	Series     uint64    // series in the in-memory head; in the newest block when the head is empty (the hourly tier's, between hours)
 	DiskBytes  int64     // bytes under the tier's directory
 	Oldest     time.Time // oldest sample held; zero when empty
 	Newest     time.Time // newest sample held; zero when empty
