@@ -195,6 +195,7 @@ func openTierDB(dir string, withWAL bool, res, retention time.Duration, log *slo
 		// 512 MiB by default, space an hourly block of a few MB would
 		// claim from the disk every hour.
 		opts.MaxBlockChunkSegmentSize = 16 << 20
+		opts.NewCompactorFunc = newRechunkingCompactor
 	}
 	opts.MinBlockDuration = minBlock.Milliseconds()
 	maxBlock := min(max(retention/4, minBlock), 31*24*time.Hour)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -733,5 +734,35 @@ func TestHourTierHeadEmpties(t *testing.T) {
 	}
 	if want := dumpTier(t, h1); st.Series != uint64(len(want)) {
 		t.Errorf("storage stats count %d hourly series, want %d", st.Series, len(want))
+	}
+}
+
+// The hourly tier's compaction merges hourly blocks into full chunks, not
+// one chunk a sample, and keeps every sample.
+func TestHourTierCompactionRechunks(t *testing.T) {
+	ts, _ := downsampledTiers(t)
+	h1 := ts.tiers[2].db
+	before := dumpTier(t, h1)
+	if err := h1.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	merged := 0
+	for _, b := range h1.Blocks() {
+		m := b.Meta()
+		if m.MaxTime-m.MinTime <= time.Hour.Milliseconds() {
+			continue
+		}
+		merged++
+		if m.Stats.NumChunks != m.Stats.NumSeries {
+			t.Errorf("block [%s, %s) of %d hours: %d chunks for %d series and %d samples, want a chunk a series",
+				msTime(m.MinTime), msTime(m.MaxTime), (m.MaxTime-m.MinTime)/time.Hour.Milliseconds(),
+				m.Stats.NumChunks, m.Stats.NumSeries, m.Stats.NumSamples)
+		}
+	}
+	if merged == 0 {
+		t.Fatalf("no hourly blocks were merged: %d blocks", len(h1.Blocks()))
+	}
+	if after := dumpTier(t, h1); !reflect.DeepEqual(after, before) {
+		t.Errorf("compaction changed the hourly tier: %d series before, %d after", len(before), len(after))
 	}
 }
