@@ -43,13 +43,13 @@ func (s EngineStatus) Name() string {
 }
 
 // scopeQuery lists every scope with the engine whose liveness gauge it
-// reported in the last day: one answer per model, instance and engine.
-// llama-server's series carry no model_name; it is copied from the
+// reported in the last scopeStep: one answer per model, instance and
+// engine. llama-server's series carry no model_name; it is copied from the
 // configured model label.
 func (t *Telemetry) scopeQuery(extra ...string) string {
 	inst := t.opts.InstanceLabel
 	by := append([]string{"model_name", inst, engineMark}, extra...)
-	look := metrics.FormatDuration(scopesLookback)
+	look := metrics.FormatDuration(scopeStep)
 	parts := make([]string, 0, len(metrics.Engines))
 	for _, e := range metrics.Engines {
 		v := "last_over_time(" + e.Liveness + "[" + look + "])"
@@ -147,7 +147,7 @@ func (t *Telemetry) readAndKeepScopes(ctx context.Context) ([]metrics.Scope, map
 // readScopes lists the scopes from the source.
 func (t *Telemetry) readScopes(ctx context.Context) ([]metrics.Scope, map[metrics.Scope][]metrics.Engine, error) {
 	inst := t.opts.InstanceLabel
-	rs, err := t.querier.Instant(ctx, t.scopeQuery(), t.now())
+	rs, err := t.seenInLookback(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("telemetry: list scopes: %w", err)
 	}
@@ -176,6 +176,22 @@ func (t *Telemetry) readScopes(ctx context.Context) ([]metrics.Scope, map[metric
 		return out[i].Instance < out[j].Instance
 	})
 	return out, engines, nil
+}
+
+// scopeStep is the step of the scope listing's read: a point an hour over
+// the lookback. The tiered store answers hourly steps from its hourly tier
+// (and the last hour from raw data), not from a day of raw samples: at 500
+// engines scraped every 5 s that is 8.6 million samples a listing, in block
+// files the read maps in.
+const scopeStep = time.Hour
+
+// seenInLookback answers scopeQuery(extra...) for every scope that
+// reported in the last scopesLookback: hourly points over it, each over
+// the hour before it. A range query's series are one per label set, so a
+// scope seen at several hours is one result.
+func (t *Telemetry) seenInLookback(ctx context.Context, extra ...string) ([]Result, error) {
+	now := t.now()
+	return t.querier.Range(ctx, t.scopeQuery(extra...), now.Add(-scopesLookback+scopeStep), now, scopeStep)
 }
 
 func containsEngine(es []metrics.Engine, e metrics.Engine) bool {

@@ -1,9 +1,12 @@
 package telemetry
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 
 	"github.com/casebook/casebook/metrics"
@@ -80,5 +83,54 @@ func TestScopeQueryParses(t *testing.T) {
 		if !strings.Contains(q, want) {
 			t.Errorf("%q lacks %q", q, want)
 		}
+	}
+}
+
+// The scope listing keeps an engine that reported in the last day, read
+// from the hourly tier where it has been aggregated, and drops one whose
+// last report is older.
+func TestScopesSeenInTheLastDay(t *testing.T) {
+	now := tierBase.Add(30 * time.Hour)
+	ts := openTestTiers(t, t.TempDir(), TierOptions{}, &now)
+	t.Cleanup(func() { _ = ts.close() })
+	reported := map[string][2]time.Duration{ // pod: reported from, until (before now)
+		"live-0":     {10 * time.Minute, 0},
+		"gone-20h":   {21 * time.Hour, 20 * time.Hour},
+		"gone-26h":   {27 * time.Hour, 26 * time.Hour},
+		"gone-90min": {100 * time.Minute, 90 * time.Minute},
+	}
+	for at := tierBase; !at.After(now); at = at.Add(15 * time.Second) {
+		app := ts.raw().Appender(t.Context())
+		for pod, span := range reported {
+			if at.Before(now.Add(-span[0])) || at.After(now.Add(-span[1])) {
+				continue
+			}
+			lset := labels.FromStrings(labels.MetricName, "vllm:num_requests_running", "model_name", "llama", "pod", pod)
+			if _, err := app.Append(0, lset, at.UnixMilli(), 2); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := app.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := ts.ds.catchUp(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if wm := msTime(ts.ds.watermark(2)); wm.Before(now.Add(-time.Hour)) {
+		t.Fatalf("hourly tier aggregated up to %s only", wm)
+	}
+	tel := &Telemetry{log: slog.New(slog.DiscardHandler), querier: newTieredQuerier(ts, nil), tiers: ts,
+		opts: Options{InstanceLabel: "pod", DemoUntil: now}}
+	scopes, err := tel.Scopes(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range scopes {
+		got = append(got, s.String())
+	}
+	if want := "llama llama/gone-20h llama/gone-90min llama/live-0"; strings.Join(got, " ") != want {
+		t.Errorf("scopes %q, want %q", strings.Join(got, " "), want)
 	}
 }

@@ -303,7 +303,7 @@ func (t *Telemetry) gpuJoin(ctx context.Context) (GPUJoin, []EngineRef, error) {
 	t.join.mu.Unlock()
 
 	inst := t.opts.InstanceLabel
-	rs, err := t.querier.Instant(ctx, t.scopeQuery(EngineNamespaceLabel), t.now())
+	rs, err := t.seenInLookback(ctx, EngineNamespaceLabel)
 	if err != nil {
 		return GPUJoin{}, nil, fmt.Errorf("telemetry: gpu join: engines: %w", err)
 	}

@@ -162,7 +162,7 @@ func TestGPUFold(t *testing.T) {
 // queries that name no scope, and their series land on their scopes.
 func TestFleetRemote(t *testing.T) {
 	canned := &cannedPrometheus{t: t, rules: []cannedRule{
-		{path: "/api/v1/query", match: "group by (model_name, pod, casebook_engine)", file: "api_vector.json"},
+		{path: "/api/v1/query_range", match: "group by (model_name, pod, casebook_engine)", file: "api_group_matrix.json"},
 		{path: "/api/v1/query", match: "sum by (model_name, pod) (vllm:num_requests_waiting{", file: "api_vector.json"},
 	}}
 	var requests, scoped atomic.Int64

@@ -27,11 +27,11 @@ func (p *recordingPrometheus) ServeHTTP(w http.ResponseWriter, r *http.Request) 
 	_ = r.ParseForm()
 	q := r.Form.Get("query")
 	w.Header().Set("Content-Type", "application/json")
+	if strings.Contains(q, "group by (model_name") {
+		fmt.Fprint(w, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"model_name":"llama","pod":"llama-0","casebook_engine":"vllm"},"values":[[1764480000,"1"]]}]}}`)
+		return
+	}
 	if r.URL.Path != "/api/v1/query_range" {
-		if strings.Contains(q, "group by") {
-			fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"model_name":"llama","pod":"llama-0","casebook_engine":"vllm"},"value":[1764480000,"1"]}]}}`)
-			return
-		}
 		fmt.Fprint(w, `{"status":"success","data":{"resultType":"vector","result":[]}}`)
 		return
 	}

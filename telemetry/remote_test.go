@@ -134,7 +134,7 @@ func TestRemoteQuerier(t *testing.T) {
 
 func TestRemoteTelemetry(t *testing.T) {
 	srv := newCanned(t,
-		cannedRule{path: "/api/v1/query", match: "group by (model_name, pod, casebook_engine)", file: "api_vector.json"},
+		cannedRule{path: "/api/v1/query_range", match: "group by (model_name, pod, casebook_engine)", file: "api_group_matrix.json"},
 		cannedRule{path: "/api/v1/query_range", match: "vllm:time_to_first_token_seconds_sum", file: "api_matrix.json"},
 	)
 	tel, err := Open(context.Background(), Options{PrometheusURL: srv.URL})

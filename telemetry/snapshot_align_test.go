@@ -20,7 +20,7 @@ import (
 // not fall on start + k*step when the snapshot's instant is not on a whole
 // minute. The history must still fill from them.
 func TestSnapshotHistoryFromStepAlignedBackend(t *testing.T) {
-	vector, err := os.ReadFile(filepath.Join("testdata", "api_vector.json"))
+	groups, err := os.ReadFile(filepath.Join("testdata", "api_group_matrix.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,11 +31,11 @@ func TestSnapshotHistoryFromStepAlignedBackend(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		q := r.Form.Get("query")
+		if strings.Contains(q, "group by (model_name, pod, casebook_engine)") {
+			_, _ = w.Write(groups)
+			return
+		}
 		if r.URL.Path == "/api/v1/query" {
-			if strings.Contains(q, "group by (model_name, pod, casebook_engine)") {
-				_, _ = w.Write(vector)
-				return
-			}
 			_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[]}}`))
 			return
 		}
