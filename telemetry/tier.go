@@ -176,17 +176,25 @@ func (ts *tierSet) applyRawRetention() error {
 }
 
 // openTierDB opens one tier whose samples come every res (0 for raw).
-// The head cuts a block once it spans its chunk range: 2 h for raw and
-// 1-minute data (a full chunk of the 1-minute tier). The hourly tier's
-// head is written out hour by hour instead (see flushHourHead), so its
-// blocks start at an hour. Blocks grow to a quarter of the retention (up
+// The head cuts a block once it spans its chunk range: 1 h for raw data,
+// 2 h for 1-minute data (a full chunk of the 1-minute tier). The hourly
+// tier's head is written out hour by hour instead (see flushHourHead), so
+// its blocks start at an hour. Blocks grow to a quarter of the retention (up
 // to 31 days), so retention drops old data in steps of at most a quarter
 // of it.
 func openTierDB(dir string, withWAL bool, res, retention time.Duration, log *slog.Logger) (*tsdb.DB, error) {
 	opts := tsdb.DefaultOptions()
 	opts.RetentionDuration = retention.Milliseconds()
 	minBlock := 2 * time.Hour
-	if res == tierLevels[2] {
+	switch res {
+	case 0:
+		// The raw head holds between a half and one and a half chunk
+		// ranges of samples. Its full chunks lie in files that the
+		// downsampler's reads map in, and each keeps a reference in
+		// memory: a shorter range holds less of both. (Scrapes are never
+		// half an hour late, the oldest the head then takes.)
+		minBlock = time.Hour
+	case tierLevels[2]:
 		minBlock = res
 		// Room for a counter's value before a reset, which comes after
 		// its hour's block is written (see flushHourHead).
