@@ -134,8 +134,11 @@
 // (CachedFleet). History points lie on whole minutes so that a reading
 // evaluates only the minutes its predecessor had not settled. FleetRange
 // reads a span of every scope's series the same way, for the detector.
-// The scope listing is shared for FleetCacheFor too, and served for up to
-// a minute while a newer one is read in the background.
+// The scope listing (every engine whose liveness gauge reported in the
+// last day) is read at hourly points over the day, so the tiered store
+// answers it from its hourly tier, not a day of raw samples. It is shared
+// for FleetCacheFor too, and served for up to a minute while a newer one
+// is read in the background.
 //
 // Range and Snapshot's history keep the settled points of each query in a
 // range cache (instants aligned to multiples of the step), so a refresh
@@ -163,10 +166,14 @@
 // The hourly tier keeps nothing in memory: after every hour it aggregates,
 // it writes its head to a block of that hour and empties it, so its series
 // (as many as the 1-minute tier's) cost memory only for the moment of the
-// write, and the TSDB's compaction merges the hours into longer blocks. A
-// counter's value before a reset, which sits inside the hour whose block
-// is already written, goes in out of order and into a block that
-// compaction merges with that hour's.
+// write, and the TSDB's compaction merges the hours into longer blocks,
+// encoding each series' samples again into full chunks (the TSDB's own
+// compaction would keep a one-sample chunk per hour). A counter's value
+// before a reset, which sits inside the hour whose block is already
+// written, goes in out of order and into a block that compaction merges
+// with that hour's. The raw tier cuts a block every hour, the 1-minute
+// tier every two (a full chunk of minutes): a head holds between a half
+// and one and a half of those spans, in memory and in mapped files.
 //
 // Faults: every write commits only while the data directory's file system
 // has DiskReserve free (256 MiB by default), so a full disk is a clear
