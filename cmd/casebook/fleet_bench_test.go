@@ -384,22 +384,7 @@ func BenchmarkWeekFleet(b *testing.B) {
 // than 5 %.
 func waitHeapSettled(b *testing.B) int64 {
 	b.Helper()
-	began := time.Now()
-	heap, steady := liveHeap(), 0
-	for steady < 3 {
-		time.Sleep(10 * time.Second)
-		h := liveHeap()
-		if h > heap*95/100 {
-			steady++
-		} else {
-			steady = 0
-		}
-		heap = h
-		if time.Since(began) > 15*time.Minute {
-			b.Fatalf("the heap is still falling after 15 minutes: %d MiB", heap>>20)
-		}
-	}
-	b.Logf("heap settled at %d MiB in %s", heap>>20, time.Since(began).Round(time.Second))
+	heap, _ := waitSteady(b, "heap", 15*time.Minute, liveHeap, func(prev, cur int64) bool { return cur > prev*95/100 })
 	return heap
 }
 
@@ -412,7 +397,6 @@ func waitHeapSettled(b *testing.B) int64 {
 // returns how long it waited.
 func waitCompacted(b *testing.B, tel *telemetry.Telemetry) time.Duration {
 	b.Helper()
-	began := time.Now()
 	size := func() int64 {
 		st, err := tel.Storage()
 		if err != nil {
@@ -424,23 +408,36 @@ func waitCompacted(b *testing.B, tel *telemetry.Telemetry) time.Duration {
 		}
 		return n
 	}
-	last, steady := size(), 0
-	for steady < 3 {
+	_, waited := waitSteady(b, "tiers on disk", 30*time.Minute, size, func(prev, cur int64) bool {
+		d := cur - prev
+		return d*100 <= prev && -d*100 <= prev
+	})
+	return waited
+}
+
+// waitSteady reads a quantity in bytes every 10 s until three readings in
+// a row are steady against the one before, and returns the last reading
+// and how long that took; it fails the benchmark after limit.
+func waitSteady(b *testing.B, what string, limit time.Duration, read func() int64, steady func(prev, cur int64) bool) (int64, time.Duration) {
+	b.Helper()
+	began := time.Now()
+	last, inARow := read(), 0
+	for inARow < 3 {
 		time.Sleep(10 * time.Second)
-		n := size()
-		if d := n - last; d*100 <= last && -d*100 <= last {
-			steady++
+		cur := read()
+		if steady(last, cur) {
+			inARow++
 		} else {
-			steady = 0
+			inARow = 0
 		}
-		last = n
-		if time.Since(began) > 30*time.Minute {
-			b.Fatalf("the tiers' blocks are still being merged after 30 minutes: %d MiB", n>>20)
+		last = cur
+		if time.Since(began) > limit {
+			b.Fatalf("%s still moving after %s: %d MiB", what, limit, last>>20)
 		}
 	}
 	waited := time.Since(began)
-	b.Logf("block compaction settled at %d MiB in %s", last>>20, waited.Round(time.Second))
-	return waited
+	b.Logf("%s settled at %d MiB in %s", what, last>>20, waited.Round(time.Second))
+	return last, waited
 }
 
 // liveHeap is the Go heap that survives a collection.
