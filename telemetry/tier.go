@@ -176,7 +176,7 @@ func (ts *tierSet) applyRawRetention() error {
 }
 
 // openTierDB opens one tier whose samples come every res (0 for raw).
-// The head cuts a block once it spans its chunk range: 1 h for raw data,
+// The head cuts a block once it spans its chunk range: 30 min for raw data,
 // 2 h for 1-minute data (a full chunk of the 1-minute tier). The hourly
 // tier's head is written out hour by hour instead (see flushHourHead), so
 // its blocks start at an hour. Blocks grow to a quarter of the retention (up
@@ -189,11 +189,14 @@ func openTierDB(dir string, withWAL bool, res, retention time.Duration, log *slo
 	switch res {
 	case 0:
 		// The raw head holds between a half and one and a half chunk
-		// ranges of samples. Its full chunks lie in files that the
-		// downsampler's reads map in, and each keeps a reference in
-		// memory: a shorter range holds less of both. (Scrapes are never
-		// half an hour late, the oldest the head then takes.)
-		minBlock = time.Hour
+		// ranges of samples. Every full chunk is read once from the
+		// files it is written to, when the downsampler aggregates its
+		// last minute, so the kernel maps in all of the head's chunk
+		// files until the head is cut: at 500 engines about 300 MB an
+		// hour of samples. Each chunk also keeps a reference in memory.
+		// A short range holds less of both. (Scrapes are never a quarter
+		// of an hour late, the oldest the head then takes.)
+		minBlock = 30 * time.Minute
 	case tierLevels[2]:
 		minBlock = res
 		// Room for a counter's value before a reset, which comes after

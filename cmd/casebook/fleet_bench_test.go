@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -336,12 +339,19 @@ func BenchmarkDetectorFleet(b *testing.B) {
 // the live Go heap and the process's resident memory once they are done,
 // after the page requests (also split into the process's own memory,
 // RssAnon, and the TSDB's block files the kernel has mapped in, RssFile:
-// page cache it drops under memory pressure), and at its peak; and the
-// instance's 7-day view and the overview as BenchmarkScopeFleet and
+// page cache it drops under memory pressure), and at its peak; the
+// largest resident memory sampled every second from the end of the merges
+// through -soak of live scraping and the page requests (rss-max: what a
+// console with a week of history holds, where the peak is the back-fill's);
+// and the instance's 7-day view and the overview as BenchmarkScopeFleet and
 // BenchmarkOverviewFleet measure them. The simulated fleet runs in this
 // process: its memory is in these numbers, as a real fleet's is not.
 //
-//	GOMEMLIMIT=1000MiB go test -tags sqlite_fts5 -run '^$' -bench WeekFleet -benchtime 20x -timeout 120m ./cmd/casebook/
+// The raw head's chunk files swing the resident memory from one head cut
+// to the next (see telemetry's openTierDB): a -soak of 45 m holds one
+// whole cycle.
+//
+//	GOMEMLIMIT=1000MiB go test -tags sqlite_fts5 -run '^$' -bench WeekFleet -benchtime 20x -timeout 180m ./cmd/casebook/ -args -soak 45m
 func BenchmarkWeekFleet(b *testing.B) {
 	for _, f := range fleets {
 		b.Run(fmt.Sprintf("engines=%d", f.engines), func(b *testing.B) {
@@ -351,6 +361,12 @@ func BenchmarkWeekFleet(b *testing.B) {
 			heap := waitHeapSettled(b)
 			compacted := waitCompacted(b, tel)
 			rss := procStatus(b, "VmRSS")
+			peak := watchRSS()
+			defer peak.stop()
+			if *soak > 0 {
+				b.Logf("soaking for %s", *soak)
+				time.Sleep(*soak)
+			}
 			diag := diagnose.New(diagnose.Options{})
 			scopes, err := tel.Scopes(context.Background())
 			if err != nil || len(scopes) < 2 {
@@ -371,6 +387,9 @@ func BenchmarkWeekFleet(b *testing.B) {
 					b.ReportMetric(float64(procStatus(b, "RssAnon"))/(1<<20), "MiB-rss-anon-after")
 					b.ReportMetric(float64(procStatus(b, "RssFile"))/(1<<20), "MiB-rss-file-after")
 					b.ReportMetric(float64(procStatus(b, "VmHWM"))/(1<<20), "MiB-rss-peak")
+					most := peak.max(b)
+					b.ReportMetric(float64(most.rss)/(1<<20), "MiB-rss-max")
+					b.ReportMetric(float64(most.file)/(1<<20), "MiB-rss-max-file")
 				})
 			}
 		})
@@ -448,23 +467,88 @@ func liveHeap() int64 {
 	return int64(ms.HeapAlloc)
 }
 
+var soak = flag.Duration("soak", 0, "BenchmarkWeekFleet: how long the fleet runs live before the page requests, its resident memory sampled")
+
+// rssWatch samples the process's resident memory every second until stop.
+type rssWatch struct {
+	mu   sync.Mutex
+	most rssReading
+	err  error
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+// rssReading is VmRSS and its file-backed part, RssFile, in bytes.
+type rssReading struct{ rss, file int64 }
+
+func watchRSS() *rssWatch {
+	w := &rssWatch{done: make(chan struct{})}
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			rss, err := readStatus("VmRSS")
+			file, ferr := readStatus("RssFile")
+			w.mu.Lock()
+			if err = errors.Join(err, ferr); err != nil {
+				w.err = err
+			} else if rss > w.most.rss {
+				w.most = rssReading{rss, file}
+			}
+			w.mu.Unlock()
+			select {
+			case <-w.done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return w
+}
+
+// max returns the largest reading so far; it fails the benchmark if a
+// reading failed.
+func (w *rssWatch) max(b *testing.B) rssReading {
+	b.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		b.Fatal(w.err)
+	}
+	return w.most
+}
+
+func (w *rssWatch) stop() {
+	close(w.done)
+	w.wg.Wait()
+}
+
 // procStatus reads a memory field of /proc/self/status (VmRSS, RssAnon,
 // RssFile, VmHWM) in bytes.
 func procStatus(b *testing.B, field string) int64 {
 	b.Helper()
-	raw, err := os.ReadFile("/proc/self/status")
+	n, err := readStatus(field)
 	if err != nil {
 		b.Fatal(err)
+	}
+	return n
+}
+
+func readStatus(field string) (int64, error) {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
 	}
 	for line := range strings.Lines(string(raw)) {
 		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			if err != nil {
-				b.Fatalf("%s %q: %v", field, rest, err)
+				return 0, fmt.Errorf("%s %q: %w", field, rest, err)
 			}
-			return kb << 10
+			return kb << 10, nil
 		}
 	}
-	b.Fatalf("no %s in /proc/self/status", field)
-	return 0
+	return 0, fmt.Errorf("no %s in /proc/self/status", field)
 }
