@@ -179,13 +179,14 @@ func (ts *tierSet) applyRawRetention() error {
 // The head cuts a block once it spans its chunk range: 30 min for raw data,
 // 2 h for 1-minute data (a full chunk of the 1-minute tier). The hourly
 // tier's head is written out hour by hour instead (see flushHourHead), so
-// its blocks start at an hour. Blocks grow to a quarter of the retention (up
-// to 31 days), so retention drops old data in steps of at most a quarter
-// of it.
+// its blocks start at an hour. The aggregated tiers' blocks grow to a
+// quarter of the retention (up to 31 days), so retention drops old data in
+// steps of at most a quarter of it; raw blocks stay as they are cut.
 func openTierDB(dir string, withWAL bool, res, retention time.Duration, log *slog.Logger) (*tsdb.DB, error) {
 	opts := tsdb.DefaultOptions()
 	opts.RetentionDuration = retention.Milliseconds()
 	minBlock := 2 * time.Hour
+	maxBlock := min(max(retention/4, minBlock), 31*24*time.Hour)
 	switch res {
 	case 0:
 		// The raw head holds between a half and one and a half chunk
@@ -197,6 +198,13 @@ func openTierDB(dir string, withWAL bool, res, retention time.Duration, log *slo
 		// A short range holds less of both. (Scrapes are never a quarter
 		// of an hour late, the oldest the head then takes.)
 		minBlock = 30 * time.Minute
+		// Raw blocks are never merged. They live a day and are read a
+		// few at a time (live views span hours, the downsampler its
+		// minutes), so a merge would buy nothing, while it reads every
+		// block it merges through the kernel's mappings: a merge of
+		// three 90-minute blocks would map 4.5 hours of samples, over a
+		// GB at 500 engines, into the process's resident memory.
+		maxBlock = minBlock
 	case tierLevels[2]:
 		minBlock = res
 		// Room for a counter's value before a reset, which comes after
@@ -209,7 +217,6 @@ func openTierDB(dir string, withWAL bool, res, retention time.Duration, log *slo
 		opts.NewCompactorFunc = newRechunkingCompactor
 	}
 	opts.MinBlockDuration = minBlock.Milliseconds()
-	maxBlock := min(max(retention/4, minBlock), 31*24*time.Hour)
 	opts.MaxBlockDuration = max(maxBlock, minBlock).Milliseconds()
 	if !withWAL {
 		opts.WALSegmentSize = -1

@@ -766,3 +766,23 @@ func TestHourTierCompactionRechunks(t *testing.T) {
 		t.Errorf("compaction changed the hourly tier: %d series before, %d after", len(before), len(after))
 	}
 }
+
+// Raw blocks stay as the head cuts them, 30 minutes each: a merge would
+// read every block it merges through the kernel's mappings.
+func TestRawBlocksAreNotMerged(t *testing.T) {
+	ts, _ := downsampledTiers(t)
+	raw := ts.raw()
+	if err := raw.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	blocks := raw.Blocks()
+	if len(blocks) < 4 {
+		t.Fatalf("%d raw blocks after compacting 4 hours, want one each 30 minutes", len(blocks))
+	}
+	for _, b := range blocks {
+		if m := b.Meta(); m.MaxTime-m.MinTime > (30 * time.Minute).Milliseconds() {
+			t.Errorf("raw block [%s, %s) spans more than 30 minutes (compaction level %d)",
+				msTime(m.MinTime), msTime(m.MaxTime), m.Compaction.Level)
+		}
+	}
+}
