@@ -171,9 +171,11 @@
 // compaction would keep a one-sample chunk per hour). A counter's value
 // before a reset, which sits inside the hour whose block is already
 // written, goes in out of order and into a block that compaction merges
-// with that hour's. The raw tier cuts a block every hour, the 1-minute
-// tier every two (a full chunk of minutes): a head holds between a half
-// and one and a half of those spans, in memory and in mapped files.
+// with that hour's. The raw tier cuts a block every 30 minutes, the
+// 1-minute tier every two hours (a full chunk of minutes): a head holds
+// between a half and one and a half of those spans, in memory and in
+// mapped files. Raw blocks are never merged: they live a day, and a merge
+// would map every block it reads into the process's resident memory.
 //
 // Faults: every write commits only while the data directory's file system
 // has DiskReserve free (256 MiB by default), so a full disk is a clear
