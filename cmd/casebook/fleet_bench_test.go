@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -489,13 +488,13 @@ func watchRSS() *rssWatch {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		for {
-			rss, err := readStatus("VmRSS")
-			file, ferr := readStatus("RssFile")
+			// One read, so that RssFile belongs to the same moment as VmRSS.
+			got, err := readStatus("VmRSS", "RssFile")
 			w.mu.Lock()
-			if err = errors.Join(err, ferr); err != nil {
+			if err != nil {
 				w.err = err
-			} else if rss > w.most.rss {
-				w.most = rssReading{rss, file}
+			} else if got[0] > w.most.rss {
+				w.most = rssReading{got[0], got[1]}
 			}
 			w.mu.Unlock()
 			select {
@@ -533,22 +532,32 @@ func procStatus(b *testing.B, field string) int64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return n
+	return n[0]
 }
 
-func readStatus(field string) (int64, error) {
+// readStatus reads memory fields of /proc/self/status, in bytes, from one
+// read of the file.
+func readStatus(fields ...string) ([]int64, error) {
 	raw, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	for line := range strings.Lines(string(raw)) {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("%s %q: %w", field, rest, err)
+	out := make([]int64, len(fields))
+	for i, field := range fields {
+		found := false
+		for line := range strings.Lines(string(raw)) {
+			if rest, ok := strings.CutPrefix(line, field+":"); ok {
+				kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+				if err != nil {
+					return nil, fmt.Errorf("%s %q: %w", field, rest, err)
+				}
+				out[i], found = kb<<10, true
+				break
 			}
-			return kb << 10, nil
+		}
+		if !found {
+			return nil, fmt.Errorf("no %s in /proc/self/status", field)
 		}
 	}
-	return 0, fmt.Errorf("no %s in /proc/self/status", field)
+	return out, nil
 }
