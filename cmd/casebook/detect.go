@@ -30,12 +30,15 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	singleZ := fs.Float64("single-z", 0, "with --for, when one sample spans --for (5-minute or hourly data), it alerts alone this many standard errors out (default 5.85: as improbable as three points at the band's edge; -1: never alone)")
 	clearFor := fs.Duration("clear-for", 5*time.Minute, "with --for, an alert ends once the series has been back inside the band this long, at least one point at its sampling interval")
 	maxBytes := fs.Int64("max-bytes", forecast.MaxCSVBytes, "largest accepted input in bytes")
-	trace := fs.String("trace", "", "also write every judged point to this CSV file (timestamp,value,forecast,lower,upper,z,p,prob; p, the daily rate of runs as deep in the record, with --false-per-day; prob, the probability of a run as deep under the series' own record of errors, on runs long enough to alert), to see why a point did or did not alert")
+	trace := fs.String("trace", "", "also write every judged point to this CSV file (timestamp,value,forecast,lower,upper,z,p,prob,novelty; p, the daily rate of runs as deep in the record, with --false-per-day; prob, the probability of a run as deep under the series' own record of errors, on runs long enough to alert; novelty, with --novelty-rank, the stretch's distance from its nearest earlier one over the record's quantile), to see why a point did or did not alert")
 	windowsFile := fs.String("windows", "", "labelled anomaly windows, a CSV of start,end with a header or a NAB-style JSON label file (its entry for the --csv file): also print how many the alerts detected, the median delay and the alerts outside every window")
 	warmup := fs.Float64("warmup", 0.15, "with --windows: share of the rows at the start, the detector's warm-up, whose alerts are not scored (0-0.9)")
 	falsePerDay := fs.Float64("false-per-day", 0, "false-alert budget per series and day: a run alerts only when the series made runs as deep at most this often a day in its own record (episodes counted once, a Pareto tail beyond the deepest); the alert line and the trace show the rate as p (default 0: off)")
 	burstyPerDay := fs.Float64("bursty-per-day", 0, "false-alert budget per day for series whose history is intermittent (a quarter of the samples at the minimum) or heavy-tailed, as --false-per-day but for those series only (default 0: off)")
 	maxProb := fs.Float64("max-prob", 0, "a run alerts only when its probability under the series' own record of forecast errors (prob= on the alert line) is at most this (default 0: off)")
+	noveltyRank := fs.Float64("novelty-rank", 0, "shape test: a run alerts only when some stretch of --novelty-span ending in it is farther from its nearest earlier stretch than this share of the series' past stretches were from theirs, 0.5-0.999 (default 0: off)")
+	noveltyAlone := fs.Float64("novelty-alone", 0, "with --novelty-rank: also alert, in band or out, when a stretch is this many times farther from its nearest earlier stretch than that quantile (default 0: off)")
+	noveltySpan := fs.Duration("novelty-span", 30*time.Minute, "with --novelty-rank: the stretch of time whose shape is compared, never fewer than two points")
 	events := fs.Bool("events", false, "also print when an alert ends and when a level shift is absorbed")
 	if err := parseFlags(fs, args, env, stderr); err != nil {
 		return err
@@ -71,7 +74,17 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	if *burstyPerDay < 0 || *burstyPerDay > 1e6 {
 		return fmt.Errorf("%w: --bursty-per-day must be 0 (off) to 1e6, got %g", errUsage, *burstyPerDay)
 	}
-	opts := forecast.DetectorOptions{Consecutive: *consecutive, FalsePerDay: *falsePerDay, MaxProb: *maxProb, BurstyPerDay: *burstyPerDay}
+	if *noveltyRank != 0 && (*noveltyRank < 0.5 || *noveltyRank > 0.999) {
+		return fmt.Errorf("%w: --novelty-rank must be 0 (off) or 0.5 to 0.999, got %g", errUsage, *noveltyRank)
+	}
+	if *noveltyAlone < 0 || *noveltyAlone > 1e6 {
+		return fmt.Errorf("%w: --novelty-alone must be 0 (off) to 1e6, got %g", errUsage, *noveltyAlone)
+	}
+	if *noveltySpan <= 0 || *noveltySpan > 7*24*time.Hour {
+		return fmt.Errorf("%w: --novelty-span must be more than 0 and at most 168h, got %s", errUsage, *noveltySpan)
+	}
+	opts := forecast.DetectorOptions{Consecutive: *consecutive, FalsePerDay: *falsePerDay, MaxProb: *maxProb, BurstyPerDay: *burstyPerDay,
+		NoveltyRank: *noveltyRank, NoveltyAlone: *noveltyAlone, NoveltySpan: *noveltySpan}
 	if *consecutive == 0 {
 		opts.For, opts.SingleZ, opts.ClearFor = *forDur, *singleZ, *clearFor
 	}
@@ -105,7 +118,7 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 		}
 		defer traceFile.Close() // on early returns; closed and checked below
 		traceOut = bufio.NewWriter(traceFile)
-		fmt.Fprintln(traceOut, "timestamp,value,forecast,lower,upper,z,p,prob")
+		fmt.Fprintln(traceOut, "timestamp,value,forecast,lower,upper,z,p,prob,novelty")
 	}
 	det := forecast.NewDetector(opts)
 	fired := 0
@@ -119,14 +132,8 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 		a, ok := det.Observe(id, s.T, s.V)
 		if traceOut != nil {
 			if b, judged := det.LastBand(id); judged && b.At.Equal(s.T.UTC().Truncate(time.Second)) {
-				p, prob := "", ""
-				if !math.IsNaN(b.P) {
-					p = strconv.FormatFloat(b.P, 'g', 3, 64)
-				}
-				if !math.IsNaN(b.Prob) {
-					prob = strconv.FormatFloat(b.Prob, 'g', 3, 64)
-				}
-				fmt.Fprintf(traceOut, "%s,%g,%g,%g,%g,%.3f,%s,%s\n", b.At.Format(time.RFC3339), b.Value, b.Forecast, b.Lower, b.Upper, b.Z, p, prob)
+				fmt.Fprintf(traceOut, "%s,%g,%g,%g,%g,%.3f,%s,%s,%s\n", b.At.Format(time.RFC3339), b.Value, b.Forecast, b.Lower, b.Upper, b.Z,
+					traceNum(b.P), traceNum(b.Prob), traceNum(b.Novelty))
 			}
 		}
 		if !ok {
@@ -160,8 +167,8 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 		}
 	}
 	st := det.Stats(id)
-	fmt.Fprintf(stderr, "detect: %d rows, %d alerts, sampling interval %s, skipped %d NaN and %d duplicate or out-of-order rows, %d level shifts, %d routine excursions and %d probable runs not alerted\n",
-		len(samples), fired, det.Interval(id), st.NaN, st.OutOfOrder, st.Shifts, st.Routine, st.Probable)
+	fmt.Fprintf(stderr, "detect: %d rows, %d alerts, sampling interval %s, skipped %d NaN and %d duplicate or out-of-order rows, %d level shifts, %d routine excursions, %d probable and %d familiar runs not alerted\n",
+		len(samples), fired, det.Interval(id), st.NaN, st.OutOfOrder, st.Shifts, st.Routine, st.Probable, st.Familiar)
 	if m := det.Model(id); m != nil {
 		fmt.Fprintf(stderr, "detect: last model: %s\n", m)
 	}
@@ -172,6 +179,14 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 			sc.Detected, sc.Windows, sc.MedianDelay(), sc.Alerts, sc.Outside, from.Format(time.RFC3339))
 	}
 	return nil
+}
+
+// traceNum formats a trace column: empty when not judged (NaN).
+func traceNum(x float64) string {
+	if math.IsNaN(x) {
+		return ""
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
 }
 
 // readWindowsFile reads labelled anomaly windows for --windows: a CSV, or

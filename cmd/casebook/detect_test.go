@@ -87,6 +87,12 @@ func TestDetectCmd(t *testing.T) {
 		{"with --bursty-per-day, a step on a series that is not bursty still alerts",
 			[]string{"--csv", good, "--metric", "tpot_ms", "--bursty-per-day", "0.1"}, noEnv,
 			[]string{stepAt.Format(time.RFC3339) + " firing"}, ""},
+		{"with --novelty-rank and --novelty-alone, a step the series never made still alerts",
+			[]string{"--csv", good, "--metric", "tpot_ms", "--novelty-rank", "0.95", "--novelty-alone", "2"}, noEnv,
+			[]string{stepAt.Format(time.RFC3339) + " firing"}, ""},
+		{"bad --novelty-rank", []string{"--csv", good, "--novelty-rank", "0.2"}, noEnv, nil, "--novelty-rank must be"},
+		{"bad --novelty-alone", []string{"--csv", good, "--novelty-rank", "0.9", "--novelty-alone", "-1"}, noEnv, nil, "--novelty-alone must be"},
+		{"bad --novelty-span", []string{"--csv", good, "--novelty-rank", "0.9", "--novelty-span", "0s"}, noEnv, nil, "--novelty-span must be"},
 		{"unknown metric", []string{"--csv", good, "--metric", "nope"}, noEnv, nil, "not a catalog id"},
 		{"missing file", []string{"--csv", filepath.Join(dir, "none.csv")}, noEnv, nil, "no such file"},
 	}
@@ -164,7 +170,7 @@ func TestDetectTrace(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-	if lines[0] != "timestamp,value,forecast,lower,upper,z,p,prob" {
+	if lines[0] != "timestamp,value,forecast,lower,upper,z,p,prob,novelty" {
 		t.Fatalf("header = %q", lines[0])
 	}
 	// Warm-up points are not judged; most of the series is.

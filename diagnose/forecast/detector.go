@@ -127,6 +127,27 @@ type DetectorOptions struct {
 	// have an anomaly a day, it finds the anomalies of zero-inflated
 	// metrics routine (README).
 	BurstyPerDay float64
+	// NoveltyRank, when positive, turns on the shape test (novelty.go):
+	// each stretch of NoveltySpan is compared with every earlier stretch
+	// of the series, and its distance to the nearest (in the series'
+	// units) is read against the same distances of the series' past
+	// stretches. A run out of the band then alerts only when some
+	// stretch ending in it is farther from its nearest earlier match than
+	// the share NoveltyRank of past stretches were from theirs (0.5 to
+	// 0.999): a burst the series has made before has a near match, a
+	// failure usually has none. Zero (the default) turns it off.
+	NoveltyRank float64
+	// NoveltyAlone, with NoveltyRank set, also raises an alert, in band
+	// or out of it, when a stretch is NoveltyAlone times farther from
+	// its nearest earlier match than that quantile: a shape the series
+	// has never made, such as a flat line where it always moved, or a
+	// slow drift, that the band alone misses. Zero (the default) turns
+	// it off.
+	NoveltyAlone float64
+	// NoveltySpan is the stretch of time whose shape the novelty test
+	// compares, in points at the series' sampling interval and never
+	// fewer than two (default 30 minutes).
+	NoveltySpan time.Duration
 	// Model configures the fits. Its AbsFloor, when zero, comes from the
 	// metric's unit.
 	Model Options
@@ -187,6 +208,9 @@ func (o DetectorOptions) withDefaults() DetectorOptions {
 	}
 	if o.SingleZ == 0 {
 		o.SingleZ = equalTailZ(o.Model.withDefaults().Z, 3)
+	}
+	if o.NoveltySpan <= 0 {
+		o.NoveltySpan = 30 * time.Minute
 	}
 	return o
 }
@@ -265,6 +289,7 @@ type Stats struct {
 	Shifts     int
 	Routine    int // excursions not alerted because the series makes them routinely
 	Probable   int // runs not alerted because the series' record makes them probable
+	Familiar   int // runs not alerted because a stretch like them happened before (NoveltyRank)
 }
 
 // Detector raises alerts when a series leaves its seasonal forecast band in
@@ -321,6 +346,16 @@ type seriesState struct {
 	runP       float64   // the current run's daily rate, NaN when not judged
 	bursty     bool      // the history looks intermittent or heavy-tailed (bursty.go)
 	probable   bool      // the current run was found probable
+
+	// The shape test (NoveltyRank), fed every point.
+	nov        *novelty
+	novRatio   float64 // the latest stretch's novelty ratio, NaN when not judged
+	runNovelty float64 // the current run's largest novelty ratio, NaN when none judged
+	familiar   bool    // the current run was found familiar
+	novRun     bool    // stretches are beyond NoveltyAlone
+	novStart   bool    // ... and the latest point began that
+	novQuiet   int     // points since the last stretch beyond NoveltyAlone
+	novFiring  bool    // the open alert was raised by NoveltyAlone
 
 	// Local correction and calibration, fed while no alert is open.
 	local    ring // recent points
@@ -412,6 +447,11 @@ type Band struct {
 	// Prob is Alert.Prob of the run this point belongs to, NaN when the
 	// point is in no run in the bad direction long enough to alert.
 	Prob float64
+	// Novelty is how far the stretch ending at this point is from its
+	// nearest earlier match, over the NoveltyRank quantile of past
+	// stretches' distances; NaN when NoveltyRank is off or the record
+	// is young.
+	Novelty float64
 }
 
 // LastBand returns how the metric's latest point was judged; false when no
@@ -479,6 +519,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	st.last, st.hasLast = sec, true
 	st.stats.Points++
 	defer func() { st.append(point{t: sec, v: v, anom: st.firing}, d.opts.History, d.opts.MaxPoints) }()
+	d.feedNovelty(st, v)
 
 	d.maybeRefit(st, sec)
 	if st.model == nil || len(st.hist)-st.head < d.opts.Warmup {
@@ -520,7 +561,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	if se > 0 {
 		z = (v - f) / se
 	}
-	st.band = Band{At: at, Value: v, Forecast: f, Lower: lo, Upper: hi, Z: z, P: math.NaN(), Prob: math.NaN()}
+	st.band = Band{At: at, Value: v, Forecast: f, Lower: lo, Upper: hi, Z: z, P: math.NaN(), Prob: math.NaN(), Novelty: st.novRatio}
 	mk := func(state State, start int64, dir metrics.Direction, msg string) Alert {
 		p, prob := 0.0, 0.0
 		if state == Firing && !math.IsNaN(st.runP) {
@@ -551,6 +592,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 		wasFiring := st.firing
 		start := st.outStart
 		st.firing, st.badRun, st.inRun, st.outRun, st.outSide, st.outVals = false, 0, 0, 0, 0, st.outVals[:0]
+		st.novFiring = false
 		if wasFiring {
 			return mk(Resolved, start, st.alertDir, msg), true
 		}
@@ -571,6 +613,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 		case st.badRun == 0:
 			st.badRun, st.badStart, st.alertDir, st.zFirst, st.swung = 1, sec, dirOf(side), z, false
 			st.runPeak, st.routine, st.probable = depth, false, false
+			st.runNovelty, st.familiar = st.novRatio, false
 			st.runZ = append(st.runZ[:0], v-f)
 		default:
 			// Only a Both metric can be bad on either side; a run
@@ -580,6 +623,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 			}
 			st.badRun++
 			st.runPeak = math.Max(st.runPeak, depth)
+			st.runNovelty = maxKnown(st.runNovelty, st.novRatio)
 			st.runZ = append(st.runZ, v-f)
 		}
 		st.runP = math.NaN()
@@ -590,13 +634,20 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 		if bad && d.qualifies(st) {
 			st.band.Prob = d.runProb(st, hw)
 		}
-		if d.qualifies(st) && d.notEcho(st, z) && !d.isRoutine(st, sec, hw) && d.improbable(st) && d.rareEnough(st) {
+		if d.qualifies(st) && d.notEcho(st, z) && !d.isRoutine(st, sec, hw) && d.improbable(st) && d.rareEnough(st) && d.novelEnough(st) {
 			st.firing, st.inRun = true, 0
 			return mk(Firing, st.badStart, st.alertDir, ""), true
 		}
+		if dir, ok := d.novelAlone(st, v-f); ok {
+			st.firing, st.inRun, st.novFiring, st.badRun = true, 0, true, 0
+			st.badStart, st.alertDir = sec-int64(st.nov.m-1)*st.interval, dir
+			return mk(Firing, st.badStart, dir, "a shape unlike any earlier stretch of the series"), true
+		}
 		return Alert{}, false
 	}
-	if bad && dirOf(side) == st.alertDir {
+	if bad && dirOf(side) == st.alertDir || st.novFiring && st.novRun {
+		// An alert the shape test raised stays open while the stretches
+		// stay unlike the series' past.
 		st.inRun = 0
 		st.runPeak = math.Max(st.runPeak, depth)
 		return Alert{}, false
@@ -604,7 +655,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	st.inRun++
 	if st.inRun >= d.clearNeed(st) {
 		d.noteExcursion(st, sec)
-		st.firing, st.badRun, st.inRun = false, 0, 0
+		st.firing, st.badRun, st.inRun, st.novFiring = false, 0, 0, false
 		return mk(Resolved, st.badStart, st.alertDir, ""), true
 	}
 	return Alert{}, false

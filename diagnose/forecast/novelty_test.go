@@ -1,0 +1,139 @@
+package forecast
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNoveltyFindsNewShapes(t *testing.T) {
+	// A triangle wave of period 48 with a little noise: every stretch
+	// has near matches one period back, so about the share 1 - rank of
+	// stretches lies beyond the rank quantile, as for any stationary
+	// series. A flat stretch at the wave's middle, which the wave never
+	// holds, lies far beyond it.
+	rng := rand.New(rand.NewPCG(3, 3))
+	wave := func(i int) float64 { return math.Abs(float64(i%48-24)) + 0.3*rng.NormFloat64() }
+	n := newNovelty(6, 10080, 0.95)
+	young, beyond, judged := 0, 0, 0
+	for i := range 3000 {
+		r := n.add(wave(i))
+		switch {
+		case math.IsNaN(r):
+			young++
+		case i >= 1000:
+			judged++
+			if r > 1 {
+				beyond++
+			}
+		}
+	}
+	// Two stretches before the first distance, then the record's
+	// minimum, each distance entering it a stretch late.
+	if want := 2*6 - 1 + noveltyMinRecord + 6 - 1; young != want {
+		t.Errorf("%d ratios before the record was judged, want %d", young, want)
+	}
+	if share := float64(beyond) / float64(judged); share > 0.1 {
+		t.Errorf("%.3f of the wave's stretches beyond the 0.95 quantile, want about 0.05", share)
+	}
+	peak := 0.0
+	for range 12 {
+		peak = math.Max(peak, n.add(12+0.3*rng.NormFloat64()))
+	}
+	if peak < 3 {
+		t.Errorf("a flat stretch the wave never holds: novelty %.2f, want at least 3", peak)
+	}
+}
+
+func TestNoveltyKeepsItsRecordBounded(t *testing.T) {
+	n := newNovelty(2, 100, 0.9)
+	for i := range 1000 {
+		n.add(float64(i % 7))
+	}
+	if len(n.vals) > 2*100 || len(n.sorted) > 100 {
+		t.Errorf("kept %d values and %d distances, want at most 200 and 100", len(n.vals), len(n.sorted))
+	}
+}
+
+func TestDetectorNoveltyGate(t *testing.T) {
+	// Ten days of a flat 5-minute series with bursts of one shape at
+	// random times, four a day, and the routine rule off, so the band
+	// alerts on each. With the shape test, a burst like the earlier ones
+	// is familiar and most do not alert; a drop to zero, which the series
+	// never made, still does.
+	const perDay = 288
+	rng := rand.New(rand.NewPCG(5, 5))
+	n := 10 * perDay
+	s := gen(n, 5*time.Minute, 1, 9, func(time.Time) float64 { return 50 })
+	for q := range 40 {
+		at := q*perDay/4 + 10 + rng.IntN(perDay/4-20)
+		s[at].V, s[at+1].V, s[at+2].V = 80, 90, 80
+	}
+	drop := 9*perDay + perDay/2
+	for i := drop; i < drop+6; i++ {
+		s[i].V = 0
+	}
+	run := func(opts DetectorOptions) (late int, dropFired bool) {
+		opts.For, opts.RoutinePerDay = 3*time.Minute, -1
+		for _, a := range feed(NewDetector(opts), "value", s) {
+			switch {
+			case a.State != Firing:
+			case !a.Start.Before(s[drop].T) && a.Start.Before(s[drop+6].T):
+				dropFired = true
+			case a.Start.After(s[5*perDay].T):
+				late++
+			}
+		}
+		return late, dropFired
+	}
+	off, offDrop := run(DetectorOptions{})
+	on, onDrop := run(DetectorOptions{NoveltyRank: 0.98})
+	t.Logf("bursts alerting in the last five days: %d without the shape test, %d with it", off, on)
+	if off < 15 || on > off/4 {
+		t.Errorf("bursts alerting in the last five days: %d without the shape test, %d with it; want at least 15 and at most a quarter of that", off, on)
+	}
+	if !offDrop || !onDrop {
+		t.Errorf("the drop to zero alerted: %v without the shape test, %v with it; want both", offDrop, onDrop)
+	}
+}
+
+func TestDetectorNoveltyAlone(t *testing.T) {
+	// A series that oscillates with a two-hour period (too fast for the
+	// daily terms, so the band spans the swing) stops moving for three
+	// hours at its middle: in band all along, so only the shape test
+	// sees it, and raises one alert for the whole stretch.
+	const perDay = 288
+	n := 10 * perDay
+	s := gen(n, 5*time.Minute, 0.5, 11, func(t time.Time) float64 {
+		return 50 + 10*math.Sin(2*math.Pi*float64(t.Unix()%7200)/7200)
+	})
+	flat := 9 * perDay
+	for i := flat; i < flat+36; i++ {
+		s[i].V = 50 + 0.5*math.Sin(float64(i))
+	}
+	alerts := func(opts DetectorOptions) (before, during []Alert) {
+		opts.For = 3 * time.Minute
+		for _, a := range feed(NewDetector(opts), "value", s) {
+			switch {
+			case a.State != Firing || a.At.Before(s[2*perDay].T):
+			case !a.At.Before(s[flat].T) && a.At.Before(s[flat+36].T):
+				during = append(during, a)
+			case a.At.Before(s[flat].T):
+				before = append(before, a)
+			}
+		}
+		return before, during
+	}
+	if _, during := alerts(DetectorOptions{}); len(during) != 0 {
+		t.Fatalf("the band alone alerted on the flat stretch: %v; the test needs a stretch in band", during)
+	}
+	before, during := alerts(DetectorOptions{NoveltyRank: 0.98, NoveltyAlone: 2})
+	if len(during) != 1 || !strings.Contains(during[0].Message, "shape") {
+		t.Errorf("alerts during the flat stretch with NoveltyAlone: %v, want one from the shape test", during)
+	}
+	if len(before) > 1 {
+		t.Errorf("%d alerts on days 2-9 of the oscillation, want at most one", len(before))
+	}
+}
