@@ -28,10 +28,11 @@ func backtestCmd(ctx context.Context, args []string, env func(string) string, st
 	cluster := fs.Bool("cluster", false, "count incidents on the simulated cluster: faults injected per model scope, one scope's overlapping alerts are one incident")
 	faults := fs.Float64("faults-per-day", 1, "mean rate of injected faults per model scope and day (--cluster)")
 	falsePerDay := fs.Float64("false-per-day", 0, "the dynamic detector's false-alert budget per series and day, as detect --false-per-day (0: off)")
+	noveltyRank := fs.Float64("novelty-rank", 0, "the dynamic detector's shape test, as detect --novelty-rank (0: off)")
 	sustain := fs.Duration("corroborate", 10*time.Minute, "with --cluster, an incident opens only when metrics of two dimensions of the scope alert or one alert lasts this long, for both detectors, as serve --detect-corroborate does (0: every alert opens one)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: casebook backtest [--weeks N] [--seed S] [--per-metric] [--anomalies-per-day R] [--false-per-day R]\n"+
-			"       casebook backtest --cluster [--weeks N] [--seed S] [--faults-per-day F] [--false-per-day R]\n\n"+
+		fmt.Fprintln(fs.Output(), "usage: casebook backtest [--weeks N] [--seed S] [--per-metric] [--anomalies-per-day R] [--false-per-day R] [--novelty-rank Q]\n"+
+			"       casebook backtest --cluster [--weeks N] [--seed S] [--faults-per-day F] [--false-per-day R] [--novelty-rank Q]\n\n"+
 			"Compares the dynamic-threshold detector with fixed thresholds oracle-tuned to the same recall.\n"+
 			"By default per metric on synthetic series; --cluster per incident on the simulated cluster.")
 		fs.PrintDefaults()
@@ -57,10 +58,13 @@ func backtestCmd(ctx context.Context, args []string, env func(string) string, st
 	if *falsePerDay < 0 || *falsePerDay > 1e6 {
 		return fmt.Errorf("%w: --false-per-day must be 0 (off) to 1e6, got %g", errUsage, *falsePerDay)
 	}
+	if *noveltyRank != 0 && (*noveltyRank < 0.5 || *noveltyRank > 0.999) {
+		return fmt.Errorf("%w: --novelty-rank must be 0 (off) or 0.5 to 0.999, got %g", errUsage, *noveltyRank)
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	dopts := forecast.DetectorOptions{Consecutive: *consecutive, FalsePerDay: *falsePerDay}
+	dopts := forecast.DetectorOptions{Consecutive: *consecutive, FalsePerDay: *falsePerDay, NoveltyRank: *noveltyRank}
 	if *cluster {
 		return backtestCluster(*weeks, *seed, dopts, *faults, *sustain, stdout)
 	}

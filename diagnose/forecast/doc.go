@@ -114,6 +114,24 @@
 // other, (q99 - q50) / (q50 - q1) or its inverse (normal noise gives 1,
 // an exponential 5.7). Other series keep their band alone.
 //
+// With NoveltyRank set (off by default), a run also has to pass a
+// shape test (novelty.go). Each stretch of NoveltySpan (30 minutes, at
+// least two points) is compared with every earlier stretch that does not
+// overlap it, over the last 10,080 points whatever the sampling interval;
+// its novelty is the Euclidean distance to the nearest one (a left matrix
+// profile), over the NoveltyRank quantile of the same distances of the
+// series' past stretches, each entering that record a stretch late so a
+// stretch never sets its own bar. A run alerts only when some stretch
+// ending in it has a novelty of at least 1: a burst the series has made
+// before has a near match and does not alert, however far out of the
+// band, and a shape it never made does (Stats.Familiar counts the runs
+// held back). With NoveltyAlone as well, a stretch NoveltyAlone times
+// beyond the quantile alerts on its own, in band or out, once per novel
+// episode (a flat line where the series always moves). Each point costs
+// one pass over the kept points with early abandoning, about 10,080 x
+// the stretch's points in the worst case, which is why it is off by
+// default.
+//
 // Each series keeps History (14 days, at most MaxPoints = 40,320 points) of
 // past data. Models are refitted every hour (Refit), and while the history
 // is young each time it doubles; a seasonal model leaves the points observed during
