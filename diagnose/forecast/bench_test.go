@@ -78,3 +78,18 @@ func BenchmarkDetectorMinute(b *testing.B) {
 	perMinute := time.Since(start) / time.Duration(b.N)
 	b.ReportMetric(100*perMinute.Seconds()/60, "%core")
 }
+
+// BenchmarkNoveltyAdd adds one point of a 1-minute series to a full
+// shape-test record (10,080 points, 30-point stretches): the cost the
+// shape test adds to each observed point.
+func BenchmarkNoveltyAdd(b *testing.B) {
+	s := seasonalSeries(2*noveltyMaxPoints+b.N, time.Minute, 2, 3)
+	n := newNovelty(30, noveltyMaxPoints, 0.95)
+	for _, p := range s[:2*noveltyMaxPoints] {
+		n.add(p.V)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		n.add(s[2*noveltyMaxPoints+i].V)
+	}
+}

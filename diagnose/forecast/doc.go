@@ -117,9 +117,9 @@
 // With NoveltyRank set (off by default), a run also has to pass a
 // shape test (novelty.go). Each stretch of NoveltySpan (30 minutes, at
 // least two points) is compared with every earlier stretch that does not
-// overlap it, over the last 10,080 points whatever the sampling interval;
-// its novelty is the Euclidean distance to the nearest one (a left matrix
-// profile), over the NoveltyRank quantile of the same distances of the
+// overlap it, over about the last 10,080 points whatever the sampling
+// interval; its novelty is the Euclidean distance to the nearest one (a
+// left matrix profile), over the NoveltyRank quantile of the same distances of the
 // series' past stretches, each entering that record a stretch late so a
 // stretch never sets its own bar. A run alerts only when some stretch
 // ending in it has a novelty of at least 1: a burst the series has made
@@ -127,10 +127,11 @@
 // band, and a shape it never made does (Stats.Familiar counts the runs
 // held back). With NoveltyAlone as well, a stretch NoveltyAlone times
 // beyond the quantile alerts on its own, in band or out, once per novel
-// episode (a flat line where the series always moves). Each point costs
-// one pass over the kept points with early abandoning, about 10,080 x
-// the stretch's points in the worst case, which is why it is off by
-// default.
+// episode (a flat line where the series always moves). The squared
+// distances to every earlier stretch slide from one point to the next
+// (the newest point in, the oldest out, computed afresh every 1,024
+// points), so each point costs one pass over the kept points, about
+// 25 us and up to 400 KB a series, which is why it is off by default.
 //
 // Each series keeps History (14 days, at most MaxPoints = 40,320 points) of
 // past data. Models are refitted every hour (Refit), and while the history

@@ -105,11 +105,20 @@ type novelty struct {
 	m      int       // points per stretch
 	keep   int       // values (and distances) kept at most
 	rank   float64   // quantile of the record the ratio is read against
-	vals   []float64 // the series, oldest first; trimmed to keep
+	vals   []float64 // the series, oldest first: the last keep to keep*9/8
 	dists  []float64 // distances not yet in the record, or in it, oldest first
 	queued int       // how many of the newest dists wait to enter the record
 	sorted []float64 // the record, sorted
+	// row[j] is the squared distance of the latest stretch to the one
+	// ending at vals[m-1+j]; nil when it must be computed afresh.
+	row     []float64
+	slidden int // points since row was computed afresh
 }
+
+// noveltyRefresh is how many points the distances slide from one to the
+// next before they are computed afresh, so rounding errors of the running
+// sums never build up.
+const noveltyRefresh = 1024
 
 func newNovelty(m, keep int, rank float64) *novelty {
 	m = max(m, 2)
@@ -123,8 +132,9 @@ func newNovelty(m, keep int, rank float64) *novelty {
 // theirs. NaN while the record is young.
 func (n *novelty) add(v float64) float64 {
 	n.vals = append(n.vals, v)
-	if len(n.vals) > 2*n.keep {
+	if len(n.vals) > n.keep+n.keep/8 {
 		n.vals = append(n.vals[:0], n.vals[len(n.vals)-n.keep:]...)
+		n.row = nil // its stretches moved
 	}
 	if len(n.vals) < 2*n.m {
 		return math.NaN()
@@ -153,23 +163,49 @@ func (n *novelty) add(v float64) float64 {
 }
 
 // nearest is the distance of the latest stretch to its nearest earlier
-// stretch that ends at least m points before it, abandoning a candidate
-// as soon as it is farther than the best so far.
+// stretch that ends at least m points before it. The squared distances
+// to every candidate slide from the previous point's in one pass: the
+// stretch ending at t differs from the one ending at t-1 by its newest
+// point in and its oldest out, and so does each candidate.
 func (n *novelty) nearest() float64 {
 	x, m := n.vals, n.m
 	t := len(x) - 1
+	cands := t - 2*m + 2 // stretches ending at m-1 .. t-m
 	best := math.Inf(1)
-	for s := m - 1; s <= t-m; s++ {
-		sum := 0.0
-		for k := 0; k < m && sum < best; k++ {
-			e := x[t-k] - x[s-k]
-			sum += e * e
+	if n.row == nil || len(n.row) != cands-1 || n.slidden >= noveltyRefresh {
+		n.row = n.row[:0]
+		for s := m - 1; s <= t-m; s++ {
+			d := sqDist(x, t, s, m)
+			n.row = append(n.row, d)
+			best = min(best, d)
 		}
-		if sum < best {
-			best = sum
+		n.slidden = 0
+	} else {
+		n.row = append(n.row, 0)
+		xt, xo := x[t], x[t-m]
+		for j := cands - 1; j >= 1; j-- {
+			s := m - 1 + j
+			in, out := xt-x[s], xo-x[s-m]
+			d := n.row[j-1] + in*in - out*out
+			n.row[j] = d
+			best = min(best, d)
 		}
+		n.row[0] = sqDist(x, t, m-1, m)
+		best = min(best, n.row[0])
+		n.slidden++
 	}
-	return math.Sqrt(best)
+	return math.Sqrt(max(best, 0))
+}
+
+// sqDist is the squared distance between the stretches of m points
+// ending at a and b.
+func sqDist(x []float64, a, b, m int) float64 {
+	sum := 0.0
+	for k := range m {
+		e := x[a-k] - x[b-k]
+		sum += e * e
+	}
+	return sum
 }
 
 func (n *novelty) insert(d float64) {

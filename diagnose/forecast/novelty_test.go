@@ -52,8 +52,8 @@ func TestNoveltyKeepsItsRecordBounded(t *testing.T) {
 	for i := range 1000 {
 		n.add(float64(i % 7))
 	}
-	if len(n.vals) > 2*100 || len(n.sorted) > 100 {
-		t.Errorf("kept %d values and %d distances, want at most 200 and 100", len(n.vals), len(n.sorted))
+	if len(n.vals) > 100+100/8 || len(n.sorted) > 100 {
+		t.Errorf("kept %d values and %d distances, want at most 112 and 100", len(n.vals), len(n.sorted))
 	}
 }
 
@@ -135,5 +135,34 @@ func TestDetectorNoveltyAlone(t *testing.T) {
 	}
 	if len(before) > 1 {
 		t.Errorf("%d alerts on days 2-9 of the oscillation, want at most one", len(before))
+	}
+}
+
+func TestNoveltySlidingMatchesDirect(t *testing.T) {
+	// The distances slide from one point to the next; they must equal
+	// the ones computed afresh, across trims of the record and on a
+	// series far from zero, where running sums lose digits first.
+	rng := rand.New(rand.NewPCG(8, 8))
+	n := newNovelty(5, 300, 0.9)
+	v := 1e6
+	for i := range 3000 {
+		v += rng.NormFloat64()
+		if i%97 == 0 {
+			v += 50 // a jump now and then, so nearest matches change
+		}
+		n.add(v)
+		if len(n.vals) < 2*n.m {
+			continue
+		}
+		x, m := n.vals, n.m
+		last := len(x) - 1
+		want := math.Inf(1)
+		for s := m - 1; s <= last-m; s++ {
+			want = math.Min(want, sqDist(x, last, s, m))
+		}
+		want = math.Sqrt(want)
+		if got := n.dists[len(n.dists)-1]; math.Abs(got-want) > 1e-6*math.Max(1, want) {
+			t.Fatalf("point %d: sliding distance %g, computed afresh %g", i, got, want)
+		}
 	}
 }
