@@ -68,6 +68,7 @@ type serveConfig struct {
 	DetectInterval    time.Duration
 	DetectConsecutive int
 	DetectCorroborate time.Duration
+	DetectNovelty     float64 // the detector's shape test (forecast.DetectorOptions.NoveltyRank), 0 off
 	AlertmanagerURL   string
 
 	ChangeWebhookURL    string
@@ -108,6 +109,7 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	fs.DurationVar(&c.DetectInterval, "detect-interval", time.Minute, "how often the detector evaluates the latest minute of every metric")
 	fs.IntVar(&c.DetectConsecutive, "detect-consecutive", 3, "points in a row outside the forecast band that raise an alert")
 	fs.DurationVar(&c.DetectCorroborate, "detect-corroborate", 10*time.Minute, "alerts of one dimension open an incident only when a metric of another dimension of the scope alerts too or they last this long (0: every alert opens one)")
+	fs.Float64Var(&c.DetectNovelty, "detect-novelty-rank", 0, "shape test: an alert needs a stretch of 30 minutes unlike the series' earlier ones, farther from its nearest earlier stretch than this share of past stretches were from theirs, 0.5-0.999 (0: off; about 600 KB and 25 us a point per series)")
 	fs.StringVar(&c.AlertmanagerURL, "alertmanager-url", "", "forward the detector's alerts to this Alertmanager (http://host:9093)")
 	fs.StringVar(&c.ChangeWebhookURL, "change-webhook-url", "", "post change requests (signed JSON) to this URL, e.g. a CMDB or ticketing system")
 	fs.StringVar(&c.ChangeWebhookSecret, "change-webhook-secret", "", "shared secret of the X-Casebook-Signature HMAC (required with --change-webhook-url)")
@@ -171,6 +173,9 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	}
 	if c.DetectCorroborate < 0 || c.DetectCorroborate > 24*time.Hour {
 		return c, fmt.Errorf("%w: --detect-corroborate must be 0..24h, got %s", errUsage, c.DetectCorroborate)
+	}
+	if c.DetectNovelty != 0 && (c.DetectNovelty < 0.5 || c.DetectNovelty > 0.999) {
+		return c, fmt.Errorf("%w: --detect-novelty-rank must be 0 (off) or 0.5 to 0.999, got %g", errUsage, c.DetectNovelty)
 	}
 	if c.AlertmanagerURL != "" {
 		if _, err := watch.NewAlertmanager(watch.AlertmanagerOptions{URL: c.AlertmanagerURL}); err != nil {
@@ -497,7 +502,7 @@ func newWatcher(cfg serveConfig, tel *telemetry.Telemetry, svc *incident.Service
 		// Refitting every 6 h instead of every hour keeps the start-up
 		// replay of a week of history to 28 fits per series; the
 		// detector's local correction follows the hours in between.
-		Detector: forecast.DetectorOptions{Refit: 6 * time.Hour},
+		Detector: forecast.DetectorOptions{Refit: 6 * time.Hour, NoveltyRank: cfg.DetectNovelty},
 	}
 	if cfg.AlertmanagerURL != "" {
 		am, err := watch.NewAlertmanager(watch.AlertmanagerOptions{URL: cfg.AlertmanagerURL, InstanceLabel: cfg.InstanceLabel, Logger: log})

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"io"
+	"slices"
 	"testing"
 	"time"
 )
@@ -24,6 +25,9 @@ func TestParseServeDetectorFlags(t *testing.T) {
 		{[]string{"--detect-interval=10ms"}, false, "", 0, 0},
 		{[]string{"--detect-consecutive=0"}, false, "", 0, 0},
 		{[]string{"--alertmanager-url=alertmanager:9093"}, false, "", 0, 0},
+		{[]string{"--detect-novelty-rank=0.95"}, true, "auto", time.Minute, 3},
+		{[]string{"--detect-novelty-rank=1"}, false, "", 0, 0},
+		{[]string{"--detect-novelty-rank=0.1"}, false, "", 0, 0},
 	}
 	for _, tc := range tests {
 		c, err := parseServe(tc.args, noEnv, io.Discard)
@@ -36,6 +40,13 @@ func TestParseServeDetectorFlags(t *testing.T) {
 		if err != nil {
 			t.Errorf("parseServe(%q): %v", tc.args, err)
 			continue
+		}
+		wantNovelty := 0.0
+		if slices.Contains(tc.args, "--detect-novelty-rank=0.95") {
+			wantNovelty = 0.95
+		}
+		if c.DetectNovelty != wantNovelty {
+			t.Errorf("parseServe(%q) novelty rank %g, want %g", tc.args, c.DetectNovelty, wantNovelty)
 		}
 		if c.Detect != tc.detect || c.DetectInterval != tc.interval || c.DetectConsecutive != tc.consec {
 			t.Errorf("parseServe(%q) = detect %q interval %s consecutive %d, want %q %s %d",
