@@ -131,7 +131,7 @@
 // distances to every earlier stretch slide from one point to the next
 // (the newest point in, the oldest out, computed afresh every 1,024
 // points), so each point costs one pass over the kept points, about
-// 25 us a point and about 600 KB a series, which is why it is off by default.
+// 25 us a point and 350 KB a series, allocated once, which is why it is off by default.
 //
 // Each series keeps History (14 days, at most MaxPoints = 40,320 points) of
 // past data. Models are refitted every hour (Refit), and while the history

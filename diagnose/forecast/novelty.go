@@ -106,13 +106,14 @@ type novelty struct {
 	keep   int       // values (and distances) kept at most
 	rank   float64   // quantile of the record the ratio is read against
 	vals   []float64 // the series, oldest first: the last keep to keep*9/8
-	dists  []float64 // distances not yet in the record, or in it, oldest first
+	dists  []float64 // dists[dhead:]: distances in the record or waiting for it, oldest first
+	dhead  int
 	queued int       // how many of the newest dists wait to enter the record
 	sorted []float64 // the record, sorted
 	// row[j] is the squared distance of the latest stretch to the one
-	// ending at vals[m-1+j]; nil when it must be computed afresh.
+	// ending at vals[m-1+j].
 	row     []float64
-	slidden int // points since row was computed afresh
+	slidden int // points since row was computed afresh; noveltyRefresh forces it
 }
 
 // noveltyRefresh is how many points the distances slide from one to the
@@ -123,7 +124,12 @@ const noveltyRefresh = 1024
 func newNovelty(m, keep int, rank float64) *novelty {
 	m = max(m, 2)
 	keep = max(keep, 4*m)
-	return &novelty{m: m, keep: keep, rank: rank}
+	// Every slice is allocated once at its largest, so a series costs
+	// the same from its first point to its last.
+	most := keep + keep/8
+	return &novelty{m: m, keep: keep, rank: rank, slidden: noveltyRefresh,
+		vals: make([]float64, 0, most+1), row: make([]float64, 0, most),
+		dists: make([]float64, 0, most+m), sorted: make([]float64, 0, keep+1)}
 }
 
 // add appends v and returns the ratio of the latest stretch's distance
@@ -134,7 +140,7 @@ func (n *novelty) add(v float64) float64 {
 	n.vals = append(n.vals, v)
 	if len(n.vals) > n.keep+n.keep/8 {
 		n.vals = append(n.vals[:0], n.vals[len(n.vals)-n.keep:]...)
-		n.row = nil // its stretches moved
+		n.slidden = noveltyRefresh // its stretches moved
 	}
 	if len(n.vals) < 2*n.m {
 		return math.NaN()
@@ -148,9 +154,13 @@ func (n *novelty) add(v float64) float64 {
 		n.insert(n.dists[len(n.dists)-n.queued])
 		n.queued--
 	}
-	if len(n.dists)-n.queued > n.keep {
-		n.remove(n.dists[0])
-		n.dists = n.dists[1:]
+	if len(n.dists)-n.dhead-n.queued > n.keep {
+		n.remove(n.dists[n.dhead])
+		n.dhead++
+		if n.dhead >= n.keep/8 {
+			n.dists = append(n.dists[:0], n.dists[n.dhead:]...)
+			n.dhead = 0
+		}
 	}
 	if len(n.sorted) < noveltyMinRecord {
 		return math.NaN()
@@ -172,7 +182,7 @@ func (n *novelty) nearest() float64 {
 	t := len(x) - 1
 	cands := t - 2*m + 2 // stretches ending at m-1 .. t-m
 	best := math.Inf(1)
-	if n.row == nil || len(n.row) != cands-1 || n.slidden >= noveltyRefresh {
+	if len(n.row) != cands-1 || n.slidden >= noveltyRefresh {
 		n.row = n.row[:0]
 		for s := m - 1; s <= t-m; s++ {
 			d := sqDist(x, t, s, m)

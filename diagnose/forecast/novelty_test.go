@@ -3,6 +3,7 @@ package forecast
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,12 +49,18 @@ func TestNoveltyFindsNewShapes(t *testing.T) {
 }
 
 func TestNoveltyKeepsItsRecordBounded(t *testing.T) {
+	// The record stays within its bounds, and no slice grows past the
+	// size it was given: a series costs the same memory all its life.
 	n := newNovelty(2, 100, 0.9)
+	caps := []int{cap(n.vals), cap(n.row), cap(n.dists), cap(n.sorted)}
 	for i := range 1000 {
 		n.add(float64(i % 7))
 	}
 	if len(n.vals) > 100+100/8 || len(n.sorted) > 100 {
 		t.Errorf("kept %d values and %d distances, want at most 112 and 100", len(n.vals), len(n.sorted))
+	}
+	if now := []int{cap(n.vals), cap(n.row), cap(n.dists), cap(n.sorted)}; !slices.Equal(now, caps) {
+		t.Errorf("capacities of values, row, distances, record grew from %v to %v", caps, now)
 	}
 }
 
