@@ -146,6 +146,9 @@ func (n *novelty) add(v float64) float64 {
 		return math.NaN()
 	}
 	d := n.nearest()
+	if math.IsNaN(d) {
+		d = math.Inf(1)
+	}
 	// A stretch's distance enters the record once m points old, so the
 	// stretch being judged never sets its own threshold.
 	n.dists = append(n.dists, d)
@@ -184,12 +187,20 @@ func (n *novelty) nearest() float64 {
 	best := math.Inf(1)
 	if len(n.row) != cands-1 || n.slidden >= noveltyRefresh {
 		n.row = n.row[:0]
+		finite := true
 		for s := m - 1; s <= t-m; s++ {
 			d := sqDist(x, t, s, m)
 			n.row = append(n.row, d)
 			best = min(best, d)
+			finite = finite && d <= math.MaxFloat64
 		}
 		n.slidden = 0
+		if !finite {
+			// Values so far apart that their squares overflow: a
+			// running sum cannot take an infinite term back out, so
+			// compute afresh until they are gone.
+			n.slidden = noveltyRefresh
+		}
 	} else {
 		n.row = append(n.row, 0)
 		xt, xo := x[t], x[t-m]

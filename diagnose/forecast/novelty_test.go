@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -170,6 +171,34 @@ func TestNoveltySlidingMatchesDirect(t *testing.T) {
 		want = math.Sqrt(want)
 		if got := n.dists[len(n.dists)-1]; math.Abs(got-want) > 1e-6*math.Max(1, want) {
 			t.Fatalf("point %d: sliding distance %g, computed afresh %g", i, got, want)
+		}
+	}
+}
+
+func TestNoveltySurvivesHugeValues(t *testing.T) {
+	// A value whose square overflows makes the distances of the stretches
+	// around it infinite: those stretches are novel, the record keeps its
+	// order and size, and once the value has left every stretch compared,
+	// the ratios are finite again.
+	rng := rand.New(rand.NewPCG(9, 9))
+	n := newNovelty(4, 400, 0.9)
+	var after []float64
+	for i := range 2000 {
+		v := 10 + rng.NormFloat64()
+		if i == 1000 {
+			v = 1e300
+		}
+		r := n.add(v)
+		if i > 1000+400+400/8 {
+			after = append(after, r)
+		}
+	}
+	if !sort.Float64sAreSorted(n.sorted) || len(n.sorted) > 400 {
+		t.Fatalf("record of %d distances, sorted %v; want at most 400 in order", len(n.sorted), sort.Float64sAreSorted(n.sorted))
+	}
+	for i, r := range after {
+		if math.IsNaN(r) || math.IsInf(r, 0) {
+			t.Fatalf("ratio %d after the huge value left the record: %g, want finite", i, r)
 		}
 	}
 }
