@@ -103,7 +103,7 @@ func maxKnown(a, b float64) float64 {
 // quantile, so it needs no unit and no noise model.
 type novelty struct {
 	m      int       // points per stretch
-	keep   int       // values (and distances) kept at most
+	keep   int       // distances in the record at most, and values kept at least once full
 	rank   float64   // quantile of the record the ratio is read against
 	vals   []float64 // the series, oldest first: the last keep to keep*9/8
 	dists  []float64 // dists[dhead:]: distances in the record or waiting for it, oldest first
