@@ -52,9 +52,10 @@ var causeRoots = map[string][]string{
 	m.CauseTransportLatency:      {m.GatewayE2E},
 	m.CauseEngineErrors:          {m.ErrorRate},
 	// Host overhead has no metric of its own: it shows as slower steps the
-	// GPU does not account for, so it enters where the step time does and
-	// yields to any firing cause upstream of that.
-	m.CauseHostOverhead: {m.TPOT, m.DecodeTime, m.SMUtil},
+	// GPU does not account for, or as time to first token the engine's
+	// queue and prefill do not, so it enters where those do and yields to
+	// any firing cause upstream of them.
+	m.CauseHostOverhead: {m.TPOT, m.DecodeTime, m.SMUtil, m.TTFT},
 }
 
 // descendants is the transitive closure of the graph from each metric,

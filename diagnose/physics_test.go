@@ -107,3 +107,55 @@ func TestVolumeChangeWithoutImpactIsNone(t *testing.T) {
 		})
 	}
 }
+
+// TestFrontendTimeIsHostOverhead: TTFT counts from the API server's
+// arrival, so time to first token that grew while the engine's queue and
+// prefill held is spent in the API server (tokenising, input
+// processing), a host overhead; the same TTFT behind a growing queue is
+// not.
+func TestFrontendTimeIsHostOverhead(t *testing.T) {
+	e := New(Options{})
+	for seed := int64(1); seed <= 3; seed++ {
+		d := e.Diagnose(synth(seed, m.Values{m.TTFT: 900, m.TTFTP99: 2400, m.E2E: 3280, m.GatewayE2E: 3340}))
+		if d.RootCause != m.CauseHostOverhead {
+			t.Fatalf("seed %d: API-server delay diagnosed %s (candidates %v), want host_overhead", seed, d.RootCause, d.Candidates)
+		}
+		cited := false
+		for _, ev := range d.Evidence {
+			cited = cited || ev.Metric == m.TTFT && strings.Contains(ev.Text, "API server")
+		}
+		if !cited {
+			t.Errorf("seed %d: evidence %v does not say the time is spent in the API server", seed, d.Evidence)
+		}
+		queued := e.Diagnose(synth(seed, m.Values{m.TTFT: 900, m.QueueTime: 730, m.QueueDepth: 40, m.E2E: 3280, m.GatewayE2E: 3340, m.ArrivalRPS: 16, m.ThroughputRPS: 12.5, m.SMUtil: 0.9}))
+		if queued.RootCause == m.CauseHostOverhead {
+			t.Errorf("seed %d: TTFT grown with the queue named host_overhead (candidates %v)", seed, queued.Candidates)
+		}
+	}
+}
+
+// TestCachedContextsAreBandwidth: prompts four times longer whose growth
+// the prefix cache serves (uncached tokens flat) add no prefill; decode
+// steps that slowed with them read the longer KV, which is memory
+// bandwidth, not a long-prompt prefill surge. The same growth uncached is
+// the surge.
+func TestCachedContextsAreBandwidth(t *testing.T) {
+	cached := m.Values{m.MeanPromptTokens: 4000, m.KVCacheHitRate: 0.88, m.PromptTPS: 48000, m.TPOT: 27, m.TPOTP99: 42,
+		m.DecodeTime: 3500, m.E2E: 3760, m.GatewayE2E: 3820, m.TTFT: 200, m.PrefillTime: 135, m.KVCacheUsage: 0.75, m.RunningSeqs: 40}
+	uncached := m.Values{}
+	for id, x := range cached {
+		uncached[id] = x
+	}
+	uncached[m.KVCacheHitRate] = 0.55
+	uncached[m.PrefillTime] = 520
+	uncached[m.TTFT] = 650
+	e := New(Options{})
+	for seed := int64(1); seed <= 3; seed++ {
+		if d := e.Diagnose(synth(seed, cached)); d.RootCause != m.CauseMemoryBandwidthBound {
+			t.Errorf("seed %d: cached longer contexts diagnosed %s (candidates %v), want memory_bandwidth_bound", seed, d.RootCause, d.Candidates)
+		}
+		if d := e.Diagnose(synth(seed, uncached)); d.RootCause != m.CauseLongPromptPrefill {
+			t.Errorf("seed %d: uncached longer prompts diagnosed %s (candidates %v), want long_prompt_prefill", seed, d.RootCause, d.Candidates)
+		}
+	}
+}

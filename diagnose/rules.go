@@ -28,7 +28,7 @@ func Rules() []Rule {
 		ruleFunc{m.CauseGPUThrottling, scoreThrottling, []string{m.SMClock, m.GPUTemp, m.Power, m.TPOT}},
 		ruleFunc{m.CauseTransportLatency, scoreTransport, []string{m.GatewayE2E, m.E2E}},
 		ruleFunc{m.CauseEngineErrors, scoreEngineErrors, []string{m.ErrorRate}},
-		ruleFunc{m.CauseHostOverhead, scoreHostOverhead, []string{m.TPOT, m.DecodeTime, m.SMUtil, m.DRAMActive, m.RunningSeqs, m.SMClock}},
+		ruleFunc{m.CauseHostOverhead, scoreHostOverhead, []string{m.TPOT, m.DecodeTime, m.SMUtil, m.DRAMActive, m.RunningSeqs, m.SMClock, m.TTFT}},
 	}
 }
 
@@ -350,7 +350,14 @@ func scoreMemoryBandwidth(r *reader) float64 {
 		inferred = tpotUp * maxOf(0.6*ramp(r.z(m.SMUtil), -1, 1), 0.8*r.gpuWorkPerToken())
 		r.noteIf(inferred, m.Power, remarkPowerPerToken)
 	}
-	bw := maxOf(dram, clk, inferred)
+	// Prompts that grew with content the prefix cache serves add no
+	// prefill, but every decode step reads their longer KV: the step
+	// slowing with them is bandwidth, measured or not.
+	cached := r.cachedGrowth()
+	contexts := cached * ramp(r.rel(m.MeanPromptTokens), 1.2, 1.6) * tpotUp
+	r.noteIf(contexts, m.MeanPromptTokens, remarkCachedContext)
+	r.noteIf(contexts, m.KVCacheHitRate, "")
+	bw := maxOf(dram, clk, inferred, contexts)
 	if bw == 0 {
 		return 0
 	}
@@ -358,7 +365,8 @@ func scoreMemoryBandwidth(r *reader) float64 {
 	// A bigger batch only explains slower steps when load made it bigger;
 	// a batch that grew because each step got slower is the slow step's
 	// symptom (stepsBeyondLoad).
-	byLoad := maxOf(r.bothUp(m.RunningSeqs), r.up(m.ThroughputRPS), r.up(m.MeanPromptTokens)) * (1 - r.stepsBeyondLoad())
+	// Longer cached contexts are this cause's own load, not another's.
+	byLoad := maxOf(r.bothUp(m.RunningSeqs), r.up(m.ThroughputRPS), r.up(m.MeanPromptTokens)) * (1 - r.stepsBeyondLoad()) * (1 - cached)
 	r.noteIf(dram, m.DRAMActive, remarkBandwidth)
 	r.noteIf(clk, m.MemClock, "")
 	r.noteIf(tpotUp, m.TPOT, remarkDecodeBound)
@@ -369,8 +377,12 @@ func scoreMemoryBandwidth(r *reader) float64 {
 // scoreLongPrompt: prompts got substantially longer (a surge: full strength
 // at +50%, nothing below +15%, however steady the baseline); prefill and
 // TTFT grow.
+//
+// Only the part of the growth that misses the prefix cache costs prefill:
+// prompts that grew with content the cache already holds are longer
+// contexts for decode to read (memory bandwidth), not a prefill surge.
 func scoreLongPrompt(r *reader) float64 {
-	pr := math.Min(r.up(m.MeanPromptTokens), ramp(r.rel(m.MeanPromptTokens), 1.15, 1.5))
+	pr := math.Min(r.up(m.MeanPromptTokens), ramp(r.rel(m.MeanPromptTokens), 1.15, 1.5)) * (1 - r.cachedGrowth())
 	if !r.has(m.MeanPromptTokens) {
 		// Without prompt lengths, prompt tokens/s rising faster than
 		// requests/s is the same signal, weaker.
@@ -410,6 +422,24 @@ func scorePrefixMiss(r *reader) float64 {
 	r.noteIf(r.up(m.PromptTPS), m.PromptTPS, "")
 	r.note(m.KVCacheUsage, remarkKVRoom)
 	return (0.45*hd + 0.2*slow + 0.1*r.up(m.PromptTPS) + 0.25*calm) * (1 - 0.6*r.gpuWorkFell())
+}
+
+// cachedGrowth is the share (0-1) of the prompts' (log) growth that the
+// prefix cache absorbed beyond its baseline hit rate. A cached block costs
+// no prefill, so prefill work follows the uncached tokens, P(1-h): with
+// the hit rate held they grow with the prompts (0), with the new tokens
+// all served from the cache they stay flat (1). 0 unless prompts grew by
+// 10% and both hit rates are known.
+func (r *reader) cachedGrowth() float64 {
+	p1, ok1 := r.in.Snapshot.Current.Get(m.MeanPromptTokens)
+	h1, ok2 := r.in.Snapshot.Current.Get(m.KVCacheHitRate)
+	p0, ok3 := r.mean(m.MeanPromptTokens)
+	h0, ok4 := r.mean(m.KVCacheHitRate)
+	if !ok1 || !ok2 || !ok3 || !ok4 || p0 <= 0 || p1 < 1.1*p0 || h0 >= 0.98 {
+		return 0
+	}
+	uncached := p1 * math.Max(1-h1, 0.02) / (p0 * (1 - h0))
+	return clamp01(1 - math.Log(math.Max(uncached, 1))/math.Log(p1/p0))
 }
 
 // gpuWorkFell is how clearly the GPU computes less than at the baseline:
@@ -525,7 +555,54 @@ func scoreEngineErrors(r *reader) float64 {
 // without them the finding stands by elimination (clocks, bandwidth, drafts
 // and batch size all ruled out), and is weaker when DRAM activity is not
 // collected, because a bandwidth drop then cannot be excluded.
+//
+// The API server's share of the host work (tokenising, input processing)
+// shows before the engine sees the request: time to first token grows
+// while the engine's queue and prefill do not (frontendSlow).
 func scoreHostOverhead(r *reader) float64 {
+	step := scoreHostStep(r)
+	fe := r.frontendSlow()
+	if fe == 0 {
+		return step
+	}
+	r.note(m.TTFT, remarkFrontend)
+	r.note(m.QueueTime, "")
+	r.note(m.PrefillTime, "")
+	return maxOf(step, 0.1+0.75*fe)
+}
+
+// frontendTime is the time to first token spent outside the engine's queue
+// and prefill. vLLM measures TTFT from the API server's arrival, so it
+// holds tokenising and input processing too: TTFT = frontend + queue +
+// prefill.
+func frontendTime(v m.Values) (float64, bool) {
+	t, ok1 := v.Get(m.TTFT)
+	q, ok2 := v.Get(m.QueueTime)
+	p, ok3 := v.Get(m.PrefillTime)
+	if !ok1 || !ok2 || !ok3 {
+		return 0, false
+	}
+	return t - q - p, true
+}
+
+// frontendSlow is how clearly requests wait in the API server: the
+// frontend time rose out of its noise to a material share of TTFT while
+// the engine's queue and prefill stayed within theirs. vLLM records TTFT
+// at the first token but the queue and prefill intervals when a request
+// finishes, so a queue or prefill that is growing shows in TTFT first;
+// requiring both calm keeps that lag from reading as frontend time.
+func (r *reader) frontendSlow() float64 {
+	g := deriveDeviation(r.in.Snapshot, frontendTime, 2, m.Up)
+	ttft, ok := r.in.Snapshot.Current.Get(m.TTFT)
+	if !g.ok || !ok || ttft <= 0 {
+		return 0
+	}
+	calm := (1 - ramp(r.z(m.QueueTime), 1.5, 3)) * (1 - ramp(r.z(m.PrefillTime), 1.5, 3))
+	return ramp(g.dev.Z, 3, 8) * ramp(g.value/ttft, 0.2, 0.5) * calm
+}
+
+// scoreHostStep is host overhead read from the decode step.
+func scoreHostStep(r *reader) float64 {
 	if !r.has(m.SMUtil) && !r.has(m.DRAMActive) {
 		return 0
 	}

@@ -37,6 +37,8 @@ const (
 	remarkBatchFine     = "batch_fine"
 	remarkCapped        = "capped"
 	remarkPowerPerToken = "power_per_token"
+	remarkFrontend      = "frontend"
+	remarkCachedContext = "cached_context"
 )
 
 var remarks = map[string]string{
@@ -61,6 +63,8 @@ var remarks = map[string]string{
 	remarkBatchFine:     "The batch is not small, so the GPU should be busy.",
 	remarkCapped:        "Requests wait while the batch shrank: the scheduler admits fewer sequences than the GPU could take.",
 	remarkPowerPerToken: "The boards draw more power for each generated token: the GPU works longer per step.",
+	remarkFrontend:      "Time to first token grew outside the engine's queue and prefill: requests wait in the API server (tokenising, input processing).",
+	remarkCachedContext: "Prompts grew, but the growth was served from the prefix cache: no more prefill, longer contexts for every decode step to read.",
 	"abs_errors":        "A healthy engine fails well under 1% of requests.",
 	"abs_kv":            "Past the ~90% knee every new sequence forces a preemption.",
 	"abs_queue":         "The queue is deeper than the running batch: the engine cannot admit the work.",
