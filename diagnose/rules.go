@@ -614,14 +614,17 @@ func scoreHostStep(r *reader) float64 {
 	// More GPU work for each generated token (power, or SM or DRAM
 	// activity, rising faster than the token rate) means the step got
 	// slower on the GPU: the host cannot make the GPU work harder.
-	busier := maxOf(r.up(m.DRAMActive), r.bothUp(m.SMUtil), r.up(m.Power), r.gpuWorkPerToken())
+	busier := maxOf(r.up(m.DRAMActive), r.up(m.TensorActive), r.bothUp(m.SMUtil), r.up(m.Power), r.gpuWorkPerToken())
 	if busier >= 0.5 {
 		return 0
 	}
 	if !r.has(m.DRAMActive) {
 		r.profilingMissing = true
 	}
-	idle := maxOf(ramp(-r.z(m.SMUtil), 1, 4), ramp(-r.z(m.DRAMActive), 1, 4), 0.5*ramp(-r.z(m.Power), 1, 4))
+	// DRAM activity falling while the tensor cores work more is a shift
+	// of the step's mix towards compute (chunked prefill), not a gap.
+	dramIdle := ramp(-r.z(m.DRAMActive), 1, 4) * (1 - ramp(r.z(m.TensorActive), 1, 3))
+	idle := maxOf(ramp(-r.z(m.SMUtil), 1, 4), dramIdle, 0.5*ramp(-r.z(m.Power), 1, 4))
 	// The same kernels spread over a longer step: activity falling with
 	// the step time, even inside the baseline's spread of a varying load.
 	fell, rose := gpuActivity(r)
@@ -632,6 +635,15 @@ func scoreHostStep(r *reader) float64 {
 	}
 	batchOK := 1 - r.batchSmall()
 	clocksOK := 1 - maxOf(r.down(m.SMClock), r.down(m.MemClock))
+	// Host time per step cuts what the engine can serve; it cannot make
+	// it serve more. Steps that slowed while clearly more requests
+	// arrived and were served carry more work (bigger batches, prefill
+	// chunks), which is load.
+	arrivals := r.rel(m.ThroughputRPS)
+	if r.has(m.ArrivalRPS) {
+		arrivals = r.rel(m.ArrivalRPS)
+	}
+	notLoad := 1 - 0.6*ramp(arrivals, 1.15, 1.4)
 	r.noteIf(r.up(m.TPOT), m.TPOT, remarkStarved)
 	r.noteIf(r.up(m.DecodeTime), m.DecodeTime, remarkStarved)
 	r.noteIf(idle, m.SMUtil, "")
@@ -647,5 +659,5 @@ func scoreHostStep(r *reader) float64 {
 	} else if dramKnown == 0 {
 		gaps = 1
 	}
-	return (0.35*lat + 0.25*idle + 0.15*(1-busier) + 0.15*batchOK + 0.1*dramKnown) * clocksOK * (0.55 + 0.45*gaps)
+	return (0.35*lat + 0.25*idle + 0.15*(1-busier) + 0.15*batchOK + 0.1*dramKnown) * clocksOK * notLoad * (0.55 + 0.45*gaps)
 }
