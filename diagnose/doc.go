@@ -45,10 +45,16 @@
 //     because each step got slower (by Little's law the batch is
 //     throughput x time in the engine), or at lower throughput, is the
 //     slow step's symptom, not load, and load explains a slower step only
-//     up to what it grew; a rule's physical checks discount its absolute
-//     signature as well as its own score; and a change of traffic volume
-//     that users do not feel (no latency or error impact) is not an
-//     incident even when no rule fits;
+//     up to what it grew; time to first token that grew outside the
+//     engine's queue and prefill is spent in the API server (host
+//     overhead); prompts that grew with content the prefix cache serves
+//     add no prefill but longer contexts for decode to read (bandwidth,
+//     not a prefill surge); a rule's physical checks discount its absolute
+//     signature as well as its own score; one metric beyond AnomalyZ that
+//     a rule explains is named before users feel it; and a change of
+//     traffic volume whose latency impact stays within the load's growth,
+//     with no queue and no errors, is not an incident even when no rule
+//     fits;
 //   - calibration: a fixed, documented mapping from the winning score and its
 //     margin over the runner-up to a confidence in 0-1; once the knowledge
 //     base holds 100 reviews that record the confidence they were

@@ -158,11 +158,14 @@ func (e *Engine) diagnose(s m.Snapshot, withCases bool) Diagnosis {
 	if len(rankedList) > 1 {
 		second = rankedList[1].score
 	}
-	significant := signals >= 2 || maxBad >= strongZ || top >= absoluteScore
-	if significant && top < e.minScore && volumeChange(base) && !userImpact(base) {
-		// No cause fits and users see nothing: a change of traffic
-		// volume that the service absorbs (throughput following arrivals,
-		// the batch and cache following both) is not an incident.
+	// One metric far out in its bad direction that a rule explains is a
+	// fault on its way, even before users feel it.
+	significant := signals >= 2 || maxBad >= strongZ || top >= absoluteScore || (signals >= 1 && top >= e.minScore)
+	if significant && top < e.minScore && volumeChange(base) && !impactBeyondLoad(s.Current, base) {
+		// No cause fits and users see no more than the load explains:
+		// a change of traffic volume that the service absorbs
+		// (throughput following arrivals, the batch, cache and step time
+		// following both) is not an incident.
 		significant = false
 	}
 
@@ -274,6 +277,49 @@ func userImpact(base map[string]Deviation) bool {
 	}
 	arr, ok := base[m.ArrivalRPS]
 	return !ok || arr.Z > thr.Z/2
+}
+
+// impactBeyondLoad reports whether users see more than a change of load
+// explains. Below capacity, more requests make bigger batches and slower
+// steps, so latency may grow with the load but not beyond it, and no
+// queue builds; with less load every latency may only fall. Errors
+// beyond AnomalyZ, or throughput falling by more than the arrivals (by a
+// fifth), are impact whatever the load.
+func impactBeyondLoad(cur m.Values, base map[string]Deviation) bool {
+	if !userImpact(base) {
+		return false
+	}
+	rel := func(id string) (float64, bool) {
+		d, ok := base[id]
+		x, has := cur.Get(id)
+		if !ok || !has || d.Mean <= 0 {
+			return 0, false
+		}
+		return x / d.Mean, true
+	}
+	load, ok := rel(m.ArrivalRPS)
+	if !ok {
+		if load, ok = rel(m.ThroughputRPS); !ok {
+			return true
+		}
+	}
+	if d, ok := base[m.ErrorRate]; ok && badZ(m.ErrorRate, d) > AnomalyZ {
+		return true
+	}
+	if thr, ok := rel(m.ThroughputRPS); ok && thr < 0.8*load {
+		return true
+	}
+	if sh, ok := queueShare(cur); ok && sh > 0.1 {
+		return true
+	}
+	for _, id := range []string{m.GatewayE2E, m.E2E, m.TTFT, m.TPOT, m.QueueTime} {
+		if d, ok := base[id]; ok && badZ(id, d) > AnomalyZ {
+			if r, ok := rel(id); ok && r > math.Max(load, 1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // fuseMatch combines the rules' answer in d with the votes of similar

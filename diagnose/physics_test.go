@@ -159,3 +159,51 @@ func TestCachedContextsAreBandwidth(t *testing.T) {
 		}
 	}
 }
+
+// TestOneClearSignalWithACauseIsAFault: a prefix hit rate four standard
+// deviations under its baseline, which the prefix-miss rule explains, is
+// named even before latency moves; at two and a half it stays within
+// the noise.
+func TestOneClearSignalWithACauseIsAFault(t *testing.T) {
+	e := New(Options{})
+	for seed := int64(1); seed <= 3; seed++ {
+		s := synth(seed, nil)
+		base, _ := deviationsAndCounts(s)
+		hit := base[m.KVCacheHitRate]
+		s.Current[m.KVCacheHitRate] = hit.Mean - 4*hit.Std
+		if d := e.Diagnose(s); d.RootCause != m.CausePrefixCacheMiss {
+			t.Errorf("seed %d: hit rate 4 sigma down diagnosed %s (candidates %v), want prefix_cache_miss", seed, d.RootCause, d.Candidates)
+		}
+		s.Current[m.KVCacheHitRate] = hit.Mean - 2.5*hit.Std
+		if d := e.Diagnose(s); d.RootCause != m.CauseNone {
+			t.Errorf("seed %d: hit rate 2.5 sigma down diagnosed %s (candidates %v), want none", seed, d.RootCause, d.Candidates)
+		}
+	}
+}
+
+// TestLoadWithinCapacityIsNotAnIncident: half again as many requests,
+// served as they arrive, make bigger batches and slower steps; latency
+// that grew less than the load is the load's, not a fault. The same load
+// with latency doubled and requests waiting is more than the load.
+func TestLoadWithinCapacityIsNotAnIncident(t *testing.T) {
+	absorbed := m.Values{m.ArrivalRPS: 18, m.ThroughputRPS: 18, m.RunningSeqs: 54, m.TPOT: 23, m.TPOTP99: 38,
+		m.DecodeTime: 2990, m.E2E: 3260, m.GatewayE2E: 3320, m.TTFT: 250, m.PrefillTime: 170, m.QueueTime: 14,
+		m.PromptTPS: 18000, m.GenerationTPS: 2300, m.KVCacheUsage: 0.7, m.SMUtil: 0.72}
+	beyond := m.Values{}
+	for id, x := range absorbed {
+		beyond[id] = x
+	}
+	beyond[m.QueueTime] = 900
+	beyond[m.TTFT] = 1100
+	beyond[m.E2E] = 5200
+	beyond[m.GatewayE2E] = 5260
+	e := New(Options{})
+	for seed := int64(1); seed <= 3; seed++ {
+		if d := e.Diagnose(synth(seed, absorbed)); d.RootCause != m.CauseNone {
+			t.Errorf("seed %d: load absorbed within capacity diagnosed %s (candidates %v), want none", seed, d.RootCause, d.Candidates)
+		}
+		if d := e.Diagnose(synth(seed, beyond)); d.RootCause == m.CauseNone {
+			t.Errorf("seed %d: latency beyond the load and a queue diagnosed none", seed)
+		}
+	}
+}
