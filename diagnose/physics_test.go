@@ -207,3 +207,27 @@ func TestLoadWithinCapacityIsNotAnIncident(t *testing.T) {
 		}
 	}
 }
+
+// TestAbortsFollowTheirCause: requests aborted by clients count as errors.
+// Clients that give up on a slow gateway, or time out of a queue that a
+// capped batch builds, make errors that the upstream cause explains; the
+// engine is not failing on its own.
+func TestAbortsFollowTheirCause(t *testing.T) {
+	tests := []struct {
+		name  string
+		fault m.Values
+		want  string
+	}{
+		{"gateway", m.Values{m.GatewayE2E: 3130, m.ErrorRate: 0.04}, m.CauseTransportLatency},
+		{"capped batch", m.Values{m.ThroughputRPS: 9,
+			m.QueueDepth: 200, m.QueueTime: 30000, m.TTFT: 30200, m.E2E: 32400, m.GatewayE2E: 32460, m.ErrorRate: 0.3, m.TPOT: 16}, m.CauseGPUUnderutilized},
+	}
+	e := New(Options{})
+	for _, tc := range tests {
+		for seed := int64(1); seed <= 3; seed++ {
+			if d := e.Diagnose(synth(seed, tc.fault)); d.RootCause != tc.want {
+				t.Errorf("%s, seed %d: diagnosed %s (candidates %v), want %s", tc.name, seed, d.RootCause, d.Candidates, tc.want)
+			}
+		}
+	}
+}

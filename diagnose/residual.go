@@ -84,6 +84,18 @@ func explainedBy(c, d string, path float64, r *reader) float64 {
 		// Falling, the same kernels are spread over a longer step.
 		fell, rose := gpuActivity(r)
 		return fell * (1 - rose)
+	case c == m.CauseEngineErrors && d == m.CauseTransportLatency:
+		// Clients that give up on a slow network or gateway disconnect,
+		// and the engine aborts their requests (an abort counts as an
+		// error); an engine failing requests on its own does not
+		// lengthen the time outside it.
+		return math.Max(path, r.gatewayGapUp()*(1-r.up(m.E2E)))
+	case c == m.CauseEngineErrors && (d == m.CauseQueueBacklog || d == m.CauseGPUUnderutilized || capacityCauses[d]):
+		// Clients time out of a queue once waiting dominates their
+		// request; the engine rule keeps failures that do not
+		// (beyondUpstream).
+		sh, _ := queueShare(r.in.Snapshot.Current)
+		return math.Max(path, ramp(sh, 0.5, 0.9))
 	case stepCauses[c] && d == m.CauseKVCacheEviction:
 		// Recompute can slow the steps, but only by GPU work.
 		return math.Min(path, stepsFromRecompute(r))

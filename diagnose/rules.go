@@ -490,20 +490,26 @@ func gatewayGap(v m.Values) (float64, bool) {
 	return g - e, true
 }
 
+// gatewayGapUp is how clearly the time spent outside the engine grew.
+func (r *reader) gatewayGapUp() float64 {
+	gap := deriveDeviation(r.in.Snapshot, gatewayGap, 2, m.Up)
+	if !gap.ok {
+		return 0
+	}
+	up := ramp(gap.dev.Z, 2, 6)
+	if g, _ := r.val(m.GatewayE2E); g > 0 {
+		up = maxOf(up, 0.5*ramp(gap.value/g, 0.2, 0.5)*ramp(gap.dev.Z, 1, 3))
+	}
+	return up
+}
+
 // scoreTransport: the gateway sees slower requests while the engine does
 // not: the time is spent in the network, gateway or streaming path.
 func scoreTransport(r *reader) float64 {
 	if !r.has(m.GatewayE2E) || !r.has(m.E2E) {
 		return 0
 	}
-	gap := deriveDeviation(r.in.Snapshot, gatewayGap, 2, m.Up)
-	gapUp := 0.0
-	if gap.ok {
-		gapUp = ramp(gap.dev.Z, 2, 6)
-		if g, _ := r.val(m.GatewayE2E); g > 0 {
-			gapUp = maxOf(gapUp, 0.5*ramp(gap.value/g, 0.2, 0.5)*ramp(gap.dev.Z, 1, 3))
-		}
-	}
+	gapUp := r.gatewayGapUp()
 	gwUp := r.up(m.GatewayE2E)
 	engineCalm := 1 - r.up(m.E2E)
 	if gapUp == 0 {
