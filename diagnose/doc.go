@@ -49,7 +49,12 @@
 //     engine's queue and prefill is spent in the API server (host
 //     overhead); prompts that grew with content the prefix cache serves
 //     add no prefill but longer contexts for decode to read (bandwidth,
-//     not a prefill surge); a rule's physical checks discount its absolute
+//     not a prefill surge); a hit rate that fell to nothing in the recent
+//     minutes and is climbing back is a cache a restart emptied, not
+//     traffic that stopped sharing prefixes; failures count as clients
+//     timing out of a queue only once waiting dominates their requests,
+//     and as clients leaving a slow gateway when the time outside the
+//     engine grew while the engine's did not; a rule's physical checks discount its absolute
 //     signature as well as its own score; one metric beyond AnomalyZ that
 //     a rule explains is named before users feel it; and a change of
 //     traffic volume whose latency impact stays within the load's growth,

@@ -110,7 +110,7 @@ func (e *Engine) RulesCause(s m.Snapshot) string { return e.diagnose(s, false).R
 func (e *Engine) diagnose(s m.Snapshot, withCases bool) Diagnosis {
 	s, recent := SplitRecent(s)
 	base, counts := deviationsAndCounts(s)
-	in := Input{Snapshot: s, Baseline: base}
+	in := Input{Snapshot: s, Baseline: base, Recent: recent}
 	foot := footing(s, counts)
 	baseVals := baselineValues(base, counts)
 

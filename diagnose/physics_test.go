@@ -1,8 +1,10 @@
 package diagnose
 
 import (
+	"math/rand"
 	"strings"
 	"testing"
+	"time"
 
 	m "github.com/casebook/casebook/metrics"
 )
@@ -228,6 +230,48 @@ func TestAbortsFollowTheirCause(t *testing.T) {
 			if d := e.Diagnose(synth(seed, tc.fault)); d.RootCause != tc.want {
 				t.Errorf("%s, seed %d: diagnosed %s (candidates %v), want %s", tc.name, seed, d.RootCause, d.Candidates, tc.want)
 			}
+		}
+	}
+}
+
+// TestRefillingCacheIsNotTrafficMissingPrefixes: a hit rate that dropped
+// to zero in the last minutes and is climbing back is a cache emptied by
+// a restart, not traffic that stopped sharing prefixes; the same hit rate
+// reached by a step down and held is.
+func TestRefillingCacheIsNotTrafficMissingPrefixes(t *testing.T) {
+	e := New(Options{})
+	for seed := int64(1); seed <= 3; seed++ {
+		for _, tc := range []struct {
+			name   string
+			recent []float64
+			miss   bool
+		}{
+			{"refilling", []float64{0.55, 0.01, 0.1, 0.2, 0.26}, false},
+			{"stepped down", []float64{0.55, 0.33, 0.31, 0.32, 0.3}, true},
+		} {
+			s := synth(seed, m.Values{m.KVCacheHitRate: 0.32})
+			for i, h := range tc.recent {
+				v := jitter(healthy(), rand.New(rand.NewSource(seed+int64(i))), 0.03)
+				v[m.KVCacheHitRate] = h
+				s.History = append(s.History, m.Point{At: testAt.Add(time.Duration(i-5) * time.Minute), Values: v})
+			}
+			d := e.Diagnose(s)
+			if got := d.RootCause == m.CausePrefixCacheMiss; got != tc.miss {
+				t.Errorf("seed %d, %s: diagnosed %s (candidates %v); prefix miss wanted: %v", seed, tc.name, d.RootCause, d.Candidates, tc.miss)
+			}
+		}
+	}
+}
+
+// TestErrorsWithoutAQueueAreTheEngines: failures well past a healthy rate
+// while requests hardly wait are the engine's own, even when another cause
+// upstream of the queue fires beside them.
+func TestErrorsWithoutAQueueAreTheEngines(t *testing.T) {
+	e := New(Options{})
+	for seed := int64(1); seed <= 3; seed++ {
+		d := e.Diagnose(synth(seed, m.Values{m.ErrorRate: 0.035, m.KVCacheHitRate: 0.38, m.ThroughputRPS: 11}))
+		if d.RootCause != m.CauseEngineErrors {
+			t.Errorf("seed %d: diagnosed %s (candidates %v), want engine_errors", seed, d.RootCause, d.Candidates)
 		}
 	}
 }

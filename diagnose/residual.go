@@ -92,10 +92,16 @@ func explainedBy(c, d string, path float64, r *reader) float64 {
 		return math.Max(path, r.gatewayGapUp()*(1-r.up(m.E2E)))
 	case c == m.CauseEngineErrors && (d == m.CauseQueueBacklog || d == m.CauseGPUUnderutilized || capacityCauses[d]):
 		// Clients time out of a queue once waiting dominates their
-		// request; the engine rule keeps failures that do not
-		// (beyondUpstream).
+		// request, and only then: the graph's path through the queue
+		// would make every failure a symptom of whatever lengthened the
+		// wait. Over-long prompts are rejected outright, so longer
+		// prompts keep their path to the errors.
 		sh, _ := queueShare(r.in.Snapshot.Current)
-		return math.Max(path, ramp(sh, 0.5, 0.9))
+		timeouts := ramp(sh, 0.5, 0.9)
+		if d == m.CauseLongPromptPrefill {
+			return math.Max(path, timeouts)
+		}
+		return timeouts
 	case stepCauses[c] && d == m.CauseKVCacheEviction:
 		// Recompute can slow the steps, but only by GPU work.
 		return math.Min(path, stepsFromRecompute(r))

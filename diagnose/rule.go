@@ -11,6 +11,10 @@ import (
 type Input struct {
 	Snapshot metrics.Snapshot
 	Baseline map[string]Deviation
+	// Recent are the points of the last RecentWindow before the current
+	// values, oldest first, which the baseline leaves out (SplitRecent):
+	// what moved on the way to the current values.
+	Recent []metrics.Point
 }
 
 // Finding is a rule's verdict on one snapshot.

@@ -416,12 +416,39 @@ func scorePrefixMiss(r *reader) float64 {
 	}
 	calm := roomy * (1 - r.up(m.PreemptionRate))
 	slow := maxOf(r.up(m.TTFT), r.up(m.PrefillTime))
+	// A cache emptied by a restart loses every hit at once and refills;
+	// the restart's cause, not the traffic, is the fault.
+	refilling := r.cacheRefilling()
 	r.note(m.KVCacheHitRate, remarkHitsLost)
 	r.noteIf(r.up(m.PrefillTime), m.PrefillTime, "")
 	r.noteIf(r.up(m.TTFT), m.TTFT, "")
 	r.noteIf(r.up(m.PromptTPS), m.PromptTPS, "")
 	r.note(m.KVCacheUsage, remarkKVRoom)
-	return (0.45*hd + 0.2*slow + 0.1*r.up(m.PromptTPS) + 0.25*calm) * (1 - 0.6*r.gpuWorkFell())
+	return (0.45*hd + 0.2*slow + 0.1*r.up(m.PromptTPS) + 0.25*calm) * (1 - 0.6*r.gpuWorkFell()) * (1 - 0.8*refilling)
+}
+
+// cacheRefilling is how clearly the prefix cache was emptied in the recent
+// minutes and is filling again: the hit rate fell to a tenth of its
+// baseline or less (an engine restart or a cache reset drops every
+// block at once; traffic that stops sharing prefixes does not reach
+// zero where it shared a fair part before) and has since climbed back
+// part of the way. Only a baseline hit rate of 15% or more can show it.
+func (r *reader) cacheRefilling() float64 {
+	base, ok := r.mean(m.KVCacheHitRate)
+	cur, has := r.in.Snapshot.Current.Get(m.KVCacheHitRate)
+	if !ok || !has || base < 0.15 {
+		return 0
+	}
+	low := math.Inf(1)
+	for _, p := range r.in.Recent {
+		if h, ok := p.Values.Get(m.KVCacheHitRate); ok {
+			low = math.Min(low, h)
+		}
+	}
+	if low > 0.1*base {
+		return 0
+	}
+	return ramp((cur-low)/(base-low), 0.1, 0.3)
 }
 
 // cachedGrowth is the share (0-1) of the prompts' (log) growth that the
