@@ -16,6 +16,12 @@ type Evaluation struct {
 	// withSecondary counts top-1 hits on the label or one of the case's
 	// secondary labels (several faults at once).
 	withSecondary, multi int
+	// visible counts cases with some reading beyond AnomalyZ (Visible),
+	// visibleTop1 the top-1 hits among them.
+	visible, visibleTop1 int
+	// faults and hiddenFaults count cases labelled with a fault, and
+	// those of them that are not Visible.
+	faults, hiddenFaults int
 	confusion            map[string]map[string]int // label -> predicted -> count
 	bins                 [calibrationBins]binAcc
 }
@@ -32,6 +38,18 @@ type binAcc struct {
 // hit on a secondary label separately (Top1AnyLabel).
 func (ev *Evaluation) AddCase(c m.Case, d Diagnosis) {
 	ev.Add(c.Label, d)
+	fault := c.Label != m.CauseNone
+	if fault {
+		ev.faults++
+	}
+	if Visible(c.Snapshot) {
+		ev.visible++
+		if d.RootCause == c.Label {
+			ev.visibleTop1++
+		}
+	} else if fault {
+		ev.hiddenFaults++
+	}
 	if len(c.Secondary) > 0 {
 		ev.multi++
 	}
@@ -127,6 +145,17 @@ type EvalReport struct {
 	// multi-fault case as right too; MultiFault is how many cases had one.
 	Top1AnyLabel float64 `json:"top1_any_label_accuracy"`
 	MultiFault   int     `json:"multi_fault_cases"`
+	// VisibleCases have some reading beyond AnomalyZ of its baseline
+	// (Visible); Top1Visible is the top-1 accuracy among them. A fault
+	// whose every reading stays inside its noise cannot be told from a
+	// healthy snapshot by any detector, so the gap between the two
+	// accuracies is what the corpus makes unknowable.
+	VisibleCases int     `json:"visible_cases"`
+	Top1Visible  float64 `json:"top1_visible_accuracy"`
+	// FaultCases are labelled with a fault; HiddenFaults of them are not
+	// Visible.
+	FaultCases   int `json:"fault_cases"`
+	HiddenFaults int `json:"hidden_faults"`
 	// Causes lists every cause seen as a label or a prediction, in
 	// taxonomy order, then any others sorted.
 	Causes []CauseScore `json:"causes"`
@@ -149,6 +178,11 @@ func (ev *Evaluation) Report() EvalReport {
 	r.Top3 = float64(ev.top3) / float64(ev.n)
 	r.Top1AnyLabel = float64(ev.top1+ev.withSecondary) / float64(ev.n)
 	r.MultiFault = ev.multi
+	r.VisibleCases = ev.visible
+	r.FaultCases, r.HiddenFaults = ev.faults, ev.hiddenFaults
+	if ev.visible > 0 {
+		r.Top1Visible = float64(ev.visibleTop1) / float64(ev.visible)
+	}
 
 	seen := map[string]bool{}
 	for label, row := range ev.confusion {
@@ -211,4 +245,25 @@ func Evaluate(e *Engine, cases []m.Case) EvalReport {
 		ev.AddCase(c, e.Diagnose(c.Snapshot))
 	}
 	return ev.Report()
+}
+
+// Visible reports whether any reading of s lies beyond AnomalyZ of its
+// baseline, in either direction: a catalog metric, or the time spent
+// outside the engine (gateway minus engine E2E) or before the engine's
+// queue (TTFT minus queue and prefill), which some faults move alone.
+// The recent minutes are left out of the baseline, as in diagnosis.
+func Visible(s m.Snapshot) bool {
+	base, _ := deviationsAndCounts(s)
+	for _, d := range base {
+		if math.Abs(d.Z) > AnomalyZ {
+			return true
+		}
+	}
+	s, _ = SplitRecent(s)
+	for _, f := range []func(m.Values) (float64, bool){gatewayGap, frontendTime} {
+		if d := deriveDeviation(s, f, 2, m.Up); d.ok && math.Abs(d.dev.Z) > AnomalyZ {
+			return true
+		}
+	}
+	return false
 }

@@ -98,3 +98,36 @@ func TestEvaluateSyntheticCorpus(t *testing.T) {
 		t.Errorf("top-1 = %.2f on the hand-made signatures, want 1", r.Top1)
 	}
 }
+
+// TestEvaluateCountsHiddenFaults: a fault whose readings all stay inside
+// their baseline's noise is counted apart, and the top-1 accuracy on the
+// visible cases leaves it out; the time outside the engine counts as a
+// reading of its own.
+func TestEvaluateCountsHiddenFaults(t *testing.T) {
+	hidden := m.Case{Snapshot: synth(1, nil), Label: m.CauseHostOverhead}
+	healthy := m.Case{Snapshot: synth(2, nil), Label: m.CauseNone}
+	loud := m.Case{Snapshot: synth(3, faults[m.CauseKVCacheEviction]), Label: m.CauseKVCacheEviction}
+	if Visible(hidden.Snapshot) || !Visible(loud.Snapshot) {
+		t.Fatalf("visible: hidden %v, loud %v", Visible(hidden.Snapshot), Visible(loud.Snapshot))
+	}
+	// Gateway and engine E2E each within their noise, their gap not: the
+	// gateway adds a steady 60 ms, then 120.
+	gap := synth(4, nil)
+	for i, p := range gap.History {
+		p.Values[m.GatewayE2E] = p.Values[m.E2E] + 60 + float64(i%3)
+	}
+	gap.Current[m.GatewayE2E] = gap.Current[m.E2E] + 120
+	if base, _ := deviationsAndCounts(gap); math.Abs(base[m.GatewayE2E].Z) > AnomalyZ || math.Abs(base[m.E2E].Z) > AnomalyZ {
+		t.Fatalf("gateway z %.1f, engine z %.1f: the case needs both inside their noise", base[m.GatewayE2E].Z, base[m.E2E].Z)
+	}
+	if !Visible(gap) {
+		t.Error("a gateway gap beyond its noise is not visible")
+	}
+	r := Evaluate(New(Options{}), []m.Case{hidden, healthy, loud})
+	if r.FaultCases != 2 || r.HiddenFaults != 1 {
+		t.Errorf("fault cases %d, hidden %d; want 2 and 1", r.FaultCases, r.HiddenFaults)
+	}
+	if r.VisibleCases != 1 || r.Top1Visible != 1 {
+		t.Errorf("visible cases %d at top-1 %.2f; want 1 at 1.00", r.VisibleCases, r.Top1Visible)
+	}
+}

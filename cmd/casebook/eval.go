@@ -133,6 +133,9 @@ func writeEvalText(w io.Writer, l *i18n.Locale, r diagnose.EvalReport, skipped i
 	if r.MultiFault > 0 {
 		fmt.Fprintln(bw, l.T("cli.eval_multi", strconv.Itoa(r.MultiFault), pct(r.Top1AnyLabel)))
 	}
+	if r.VisibleCases > 0 && r.VisibleCases < r.Cases {
+		fmt.Fprintln(bw, l.T("cli.eval_visible", strconv.Itoa(r.VisibleCases), pct(r.Top1Visible), strconv.Itoa(r.HiddenFaults), strconv.Itoa(r.FaultCases)))
+	}
 	fmt.Fprintln(bw)
 
 	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', tabwriter.AlignRight)

@@ -304,6 +304,7 @@ var cliTexts = []Msg{
 	{Key: "cli.eval_skipped", En: " (%s invalid lines skipped)", Zh: "（跳过 %s 行无效数据）"},
 	{Key: "cli.eval_top1", En: "top-1 accuracy  %s", Zh: "Top-1 准确率  %s"},
 	{Key: "cli.eval_top3", En: "top-3 accuracy  %s", Zh: "Top-3 准确率  %s"},
+	{Key: "cli.eval_visible", En: "top-1 accuracy on the %s cases where some reading left its baseline's 3-sigma band  %s (%s of the %s fault cases move no reading that far)", Zh: "在 %s 个至少有一项读数超出基线 3-sigma 带的案例上的 Top-1 准确率  %s（%s 个故障案例没有任何读数偏离到这个程度，故障案例共 %s 个）"},
 	{Key: "cli.eval_multi", En: "top-1 accuracy counting secondary labels of the %s multi-fault cases  %s", Zh: "计入 %s 个多故障案例次要标注的 Top-1 准确率  %s"},
 	{Key: "cli.eval_cause_cols", En: "cause\tsupport\tpredicted\tcorrect\tprecision\trecall\t", Zh: "根因\t样本数\t预测数\t正确数\t精确率\t召回率\t"},
 	{Key: "cli.eval_confusion", En: "confusion (rows: label, columns: diagnosis)", Zh: "混淆矩阵（行：标注，列：诊断）"},
