@@ -54,7 +54,10 @@
 //     traffic that stopped sharing prefixes; failures count as clients
 //     timing out of a queue only once waiting dominates their requests,
 //     and as clients leaving a slow gateway when the time outside the
-//     engine grew while the engine's did not; a rule's physical checks discount its absolute
+//     engine grew while the engine's did not; more load than the engine
+//     serves comfortably may go into the running batch rather than the
+//     waiting queue, which shows as latency growing clearly faster than
+//     the load; a rule's physical checks discount its absolute
 //     signature as well as its own score; one metric beyond AnomalyZ that
 //     a rule explains is named before users feel it; and a change of
 //     traffic volume whose latency impact stays within the load's growth,

@@ -275,3 +275,19 @@ func TestErrorsWithoutAQueueAreTheEngines(t *testing.T) {
 		}
 	}
 }
+
+// TestOverloadAdmittedIntoTheBatch: with room in max_num_seqs and the
+// cache, a load the engine cannot serve comfortably goes into the running
+// batch instead of the waiting queue; latency then grows faster than the
+// load, which names the backlog though hardly anything waits.
+func TestOverloadAdmittedIntoTheBatch(t *testing.T) {
+	e := New(Options{})
+	for seed := int64(1); seed <= 3; seed++ {
+		d := e.Diagnose(synth(seed, m.Values{m.ArrivalRPS: 19, m.ThroughputRPS: 18.5, m.RunningSeqs: 75, m.TPOT: 41, m.TPOTP99: 70,
+			m.DecodeTime: 5300, m.E2E: 5700, m.GatewayE2E: 5760, m.TTFT: 380, m.PrefillTime: 250, m.QueueTime: 40,
+			m.PromptTPS: 18500, m.GenerationTPS: 2400, m.KVCacheUsage: 0.75, m.SMUtil: 0.8}))
+		if d.RootCause != m.CauseQueueBacklog {
+			t.Errorf("seed %d: diagnosed %s (candidates %v), want queue_backlog", seed, d.RootCause, d.Candidates)
+		}
+	}
+}

@@ -191,8 +191,16 @@ func scoreQueueBacklog(r *reader) float64 {
 		qtime *= ramp(sh, 0.05, 0.2)
 	}
 	queued := maxOf(depth, qtime)
-	if queued == 0 {
+	// With a generous max_num_seqs and a roomy cache the scheduler admits
+	// the excess into the running batch rather than the waiting queue:
+	// the overload shows as a bigger batch and slower steps instead.
+	saturated := r.loadBeyondCapacity()
+	if queued == 0 && saturated == 0 {
 		return 0
+	}
+	if 0.6*saturated > queued {
+		r.note(m.RunningSeqs, remarkAdmittedLoad)
+		queued = 0.6 * saturated
 	}
 	// A bigger batch is more load only when requests are served at least
 	// as fast: by Little's law, more sequences running at lower
@@ -237,6 +245,25 @@ func scoreQueueBacklog(r *reader) float64 {
 	notLoad := (1 - 0.5*idle) * (1 - 0.6*shrunk) * (1 - 0.6*lost)
 	r.absDiscount = 1 - notLoad
 	return (0.35*queued + 0.15*share + 0.25*load + 0.15*busy + 0.1*held) * notLoad
+}
+
+// loadBeyondCapacity is how clearly more load than the engine serves
+// comfortably went into the running batch: arrivals (served throughput
+// without a gateway) rose at least 15% out of their noise, the batch grew
+// with them, and latency grew clearly faster than the load. Below the saturation
+// knee a bigger batch costs each step less than it adds (weights are read
+// once per step), so latency grows slower than the load; past it, faster.
+func (r *reader) loadBeyondCapacity() float64 {
+	id := m.ThroughputRPS
+	if r.has(m.ArrivalRPS) {
+		id = m.ArrivalRPS
+	}
+	load := r.rel(id)
+	if load < 1.15 || r.z(id) < 2 {
+		return 0
+	}
+	lat := maxOf(r.rel(m.E2E), r.rel(m.TPOT), r.rel(m.TTFT))
+	return ramp(load, 1.15, 1.4) * ramp(lat/load, 1.1, 1.5) * ramp(r.rel(m.RunningSeqs), 1.2, 1.6)
 }
 
 // admissionCapped is how clearly a queue grew that neither more load nor

@@ -39,6 +39,7 @@ const (
 	remarkPowerPerToken = "power_per_token"
 	remarkFrontend      = "frontend"
 	remarkCachedContext = "cached_context"
+	remarkAdmittedLoad  = "admitted_load"
 )
 
 var remarks = map[string]string{
@@ -65,6 +66,7 @@ var remarks = map[string]string{
 	remarkPowerPerToken: "The boards draw more power for each generated token: the GPU works longer per step.",
 	remarkFrontend:      "Time to first token grew outside the engine's queue and prefill: requests wait in the API server (tokenising, input processing).",
 	remarkCachedContext: "Prompts grew, but the growth was served from the prefix cache: no more prefill, longer contexts for every decode step to read.",
+	remarkAdmittedLoad:  "The extra load was admitted into the running batch: steps slow faster than the load grows, the sign of a saturated engine.",
 	"abs_errors":        "A healthy engine fails well under 1% of requests.",
 	"abs_kv":            "Past the ~90% knee every new sequence forces a preemption.",
 	"abs_queue":         "The queue is deeper than the running batch: the engine cannot admit the work.",

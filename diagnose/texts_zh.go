@@ -100,6 +100,7 @@ var zhRemarks = map[string]string{
 	remarkPowerPerToken: "每生成一个 Token 板卡消耗更多功率：GPU 每步工作更久。",
 	remarkFrontend:      "首 Token 时间的增长不在引擎的排队和预填充里：请求卡在 API 服务器（分词、输入处理）。",
 	remarkCachedContext: "Prompt 变长了，但增长部分由前缀缓存命中：预填充没有增加，每个解码步要读取的上下文却更长了。",
+	remarkAdmittedLoad:  "多出来的负载被接纳进了运行中的批次：每步变慢的速度超过负载增长，这是引擎已饱和的迹象。",
 	"abs_errors":        "健康的引擎失败请求远低于 1%。",
 	"abs_kv":            "超过约 90% 的拐点后，每个新序列都会触发一次抢占。",
 	"abs_queue":         "队列比运行中的批次还深：引擎接纳不了这些请求。",
