@@ -45,12 +45,14 @@ var causeRoots = map[string][]string{
 	m.CauseQueueBacklog:          {m.ArrivalRPS, m.QueueDepth},
 	m.CauseGPUUnderutilized:      {m.RunningSeqs, m.SMUtil},
 	m.CauseSpecDecodeDegradation: {m.RejectionRate},
-	m.CauseMemoryBandwidthBound:  {m.DRAMActive, m.MemClock},
-	m.CauseLongPromptPrefill:     {m.MeanPromptTokens},
-	m.CausePrefixCacheMiss:       {m.KVCacheHitRate},
-	m.CauseGPUThrottling:         {m.GPUTemp, m.Power, m.SMClock},
-	m.CauseTransportLatency:      {m.GatewayE2E},
-	m.CauseEngineErrors:          {m.ErrorRate},
+	// Longer contexts served from the prefix cache enter where the
+	// prompts do (the bandwidth rule cites them only then).
+	m.CauseMemoryBandwidthBound: {m.DRAMActive, m.MemClock, m.MeanPromptTokens},
+	m.CauseLongPromptPrefill:    {m.MeanPromptTokens},
+	m.CausePrefixCacheMiss:      {m.KVCacheHitRate},
+	m.CauseGPUThrottling:        {m.GPUTemp, m.Power, m.SMClock},
+	m.CauseTransportLatency:     {m.GatewayE2E},
+	m.CauseEngineErrors:         {m.ErrorRate},
 	// Host overhead has no metric of its own: it shows as slower steps the
 	// GPU does not account for, or as time to first token the engine's
 	// queue and prefill do not, so it enters where those do and yields to

@@ -409,7 +409,8 @@ func scoreMemoryBandwidth(r *reader) float64 {
 // prompts that grew with content the cache already holds are longer
 // contexts for decode to read (memory bandwidth), not a prefill surge.
 func scoreLongPrompt(r *reader) float64 {
-	pr := math.Min(r.up(m.MeanPromptTokens), ramp(r.rel(m.MeanPromptTokens), 1.15, 1.5)) * (1 - r.cachedGrowth())
+	uncached := 1 - r.cachedGrowth()
+	pr := math.Min(r.up(m.MeanPromptTokens), ramp(r.rel(m.MeanPromptTokens), 1.15, 1.5)) * uncached
 	if !r.has(m.MeanPromptTokens) {
 		// Without prompt lengths, prompt tokens/s rising faster than
 		// requests/s is the same signal, weaker.
@@ -426,7 +427,9 @@ func scoreLongPrompt(r *reader) float64 {
 	r.noteIf(r.up(m.PrefillTime), m.PrefillTime, "")
 	r.noteIf(r.up(m.TTFT), m.TTFT, "")
 	r.noteIf(r.up(m.PromptTPS), m.PromptTPS, "")
-	return (0.55*pr + 0.3*prefill + 0.15*r.up(m.PromptTPS)) * (1 - 0.6*r.gpuWorkFell())
+	// Slower prefill and first tokens are this cause's only insofar as
+	// the prompts' uncached part grew.
+	return (0.55*pr + (0.3*prefill+0.15*r.up(m.PromptTPS))*uncached) * (1 - 0.6*r.gpuWorkFell())
 }
 
 // scorePrefixMiss: prefix hits fell while the KV cache is not pressed and
