@@ -92,12 +92,14 @@ func explainedBy(c, d string, path float64, r *reader) float64 {
 		return math.Max(path, r.gatewayGapUp()*(1-r.up(m.E2E)))
 	case c == m.CauseEngineErrors && (d == m.CauseQueueBacklog || d == m.CauseGPUUnderutilized || capacityCauses[d]):
 		// Clients time out of a queue once waiting dominates their
-		// request, and only then: the graph's path through the queue
-		// would make every failure a symptom of whatever lengthened the
-		// wait. Over-long prompts are rejected outright, so longer
-		// prompts keep their path to the errors.
+		// request and lasts seconds on end (client timeouts run from
+		// tens of seconds up), and only then: the graph's path through
+		// the queue would make every failure a symptom of whatever
+		// lengthened the wait. Over-long prompts are rejected outright,
+		// so longer prompts keep their path to the errors.
 		sh, _ := queueShare(r.in.Snapshot.Current)
-		timeouts := ramp(sh, 0.5, 0.9)
+		wait, _ := r.in.Snapshot.Current.Get(m.QueueTime)
+		timeouts := ramp(sh, 0.5, 0.9) * ramp(wait, 5000, 20000)
 		if d == m.CauseLongPromptPrefill {
 			return math.Max(path, timeouts)
 		}
