@@ -291,3 +291,26 @@ func TestOverloadAdmittedIntoTheBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestBacklogFillsTheCache: half again as many arrivals with requests
+// waiting: the scheduler admits from the queue until the KV cache is full
+// and starts preempting. The full cache is the backlog's doing, so the
+// eviction storm ranks as its symptom (the residual ranking keeps
+// symptomFactor of a fully explained cause's score), not as a second
+// cause beside it.
+func TestBacklogFillsTheCache(t *testing.T) {
+	e := New(Options{})
+	for seed := int64(1); seed <= 3; seed++ {
+		d := e.Diagnose(synth(seed, m.Values{m.ArrivalRPS: 18, m.ThroughputRPS: 12, m.QueueDepth: 300, m.QueueTime: 20000,
+			m.TTFT: 20400, m.E2E: 25000, m.GatewayE2E: 25060, m.RunningSeqs: 160, m.KVCacheUsage: 0.99, m.PreemptionRate: 1.5,
+			m.TPOT: 30, m.DecodeTime: 3450, m.PrefillTime: 600, m.SMUtil: 0.95, m.KVCacheHitRate: 0.3}))
+		if d.RootCause != m.CauseQueueBacklog {
+			t.Errorf("seed %d: diagnosed %s (candidates %v), want queue_backlog", seed, d.RootCause, d.Candidates)
+		}
+		for _, c := range d.Candidates {
+			if c.RootCause == m.CauseKVCacheEviction && c.Score > symptomFactor+0.05 {
+				t.Errorf("seed %d: the storm the backlog explains still scores %.3f (candidates %v)", seed, c.Score, d.Candidates)
+			}
+		}
+	}
+}

@@ -130,8 +130,14 @@ func kvGrowthFrom(d string, r *reader) (float64, bool) {
 	case d == m.CausePrefixCacheMiss:
 		return hitLossFactor(r) * kept, true
 	case d == m.CauseQueueBacklog:
-		// The batch more arrivals bring, no more than arrivals grew.
+		// The batch more arrivals bring, no more than arrivals grew;
+		// but with requests waiting, the scheduler admits from the
+		// queue until the cache is full, so a backlog of more
+		// arrivals fills it whatever its size.
 		load := maxOf(1, r.rel(m.ArrivalRPS), r.rel(m.ThroughputRPS))
+		if maxOf(r.up(m.QueueDepth), r.up(m.QueueTime)) >= 0.5 && r.moreArrivals() >= 0.5 {
+			return math.Inf(1), true
+		}
 		return math.Min(batch, load), true
 	case stepCauses[d]:
 		return kept, true
