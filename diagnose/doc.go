@@ -51,7 +51,9 @@
 //     add no prefill but longer contexts for decode to read (bandwidth,
 //     not a prefill surge); a hit rate that fell to nothing in the recent
 //     minutes and is climbing back is a cache a restart emptied, not
-//     traffic that stopped sharing prefixes; failures count as clients
+//     traffic that stopped sharing prefixes, and slower steps around an
+//     idle GPU beside such a cache are the restart's downtime, not host
+//     overhead; failures count as clients
 //     timing out of a queue only once waiting dominates their requests,
 //     and as clients leaving a slow gateway when the time outside the
 //     engine grew while the engine's did not; more load than the engine

@@ -314,3 +314,31 @@ func TestBacklogFillsTheCache(t *testing.T) {
 		}
 	}
 }
+
+// TestRestartIsNotHostOverhead: slower steps around an idle GPU are the
+// host-overhead signature, and also what an engine restart leaves: down
+// for part of the minute, its GPU idle, its requests stretched. A prefix
+// cache emptied in the same minutes marks the restart.
+func TestRestartIsNotHostOverhead(t *testing.T) {
+	e := New(Options{})
+	for seed := int64(1); seed <= 3; seed++ {
+		for _, tc := range []struct {
+			name string
+			hit  float64
+			host bool
+		}{{"cache kept", 0.55, true}, {"cache emptied", 0.01, false}} {
+			s := synth(seed, faults[m.CauseHostOverhead])
+			for i := 0; i < 4; i++ {
+				v := overlay(jitter(healthy(), rand.New(rand.NewSource(seed+int64(i))), 0.03), faults[m.CauseHostOverhead])
+				if i == 1 {
+					v[m.KVCacheHitRate] = tc.hit
+				}
+				s.History = append(s.History, m.Point{At: testAt.Add(time.Duration(i-4) * time.Minute), Values: v})
+			}
+			d := e.Diagnose(s)
+			if got := d.RootCause == m.CauseHostOverhead; got != tc.host {
+				t.Errorf("seed %d, %s: diagnosed %s (candidates %v); host overhead wanted: %v", seed, tc.name, d.RootCause, d.Candidates, tc.host)
+			}
+		}
+	}
+}

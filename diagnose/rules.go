@@ -457,6 +457,26 @@ func scorePrefixMiss(r *reader) float64 {
 	return (0.45*hd + 0.2*slow + 0.1*r.up(m.PromptTPS) + 0.25*calm) * (1 - 0.6*r.gpuWorkFell()) * (1 - 0.8*refilling)
 }
 
+// cacheEmptied reports whether the prefix hit rate fell to a tenth of a
+// baseline of 15% or more in the recent minutes or now: a prefix cache
+// emptied at once, as an engine restart empties it (or traffic that
+// stopped sharing prefixes altogether).
+func (r *reader) cacheEmptied() bool {
+	base, ok := r.mean(m.KVCacheHitRate)
+	if !ok || base < 0.15 {
+		return false
+	}
+	if cur, ok := r.in.Snapshot.Current.Get(m.KVCacheHitRate); ok && cur <= 0.1*base {
+		return true
+	}
+	for _, p := range r.in.Recent {
+		if h, ok := p.Values.Get(m.KVCacheHitRate); ok && h <= 0.1*base {
+			return true
+		}
+	}
+	return false
+}
+
 // cacheRefilling is how clearly the prefix cache was emptied in the recent
 // minutes and is filling again: the hit rate fell to a tenth of its
 // baseline or less (an engine restart or a cache reset drops every
@@ -722,5 +742,13 @@ func scoreHostStep(r *reader) float64 {
 	} else if dramKnown == 0 {
 		gaps = 1
 	}
-	return (0.35*lat + 0.25*idle + 0.15*(1-busier) + 0.15*batchOK + 0.1*dramKnown) * clocksOK * notLoad * (0.55 + 0.45*gaps)
+	// An engine that restarted was down for part of the minute: its GPU
+	// idled and its requests stretched over the downtime, the same
+	// signature. A prefix cache emptied at once marks the restart, whose
+	// cause (a redeploy, a crash) is the fault.
+	restarted := 0.0
+	if r.cacheEmptied() {
+		restarted = 1
+	}
+	return (0.35*lat + 0.25*idle + 0.15*(1-busier) + 0.15*batchOK + 0.1*dramKnown) * clocksOK * notLoad * (0.55 + 0.45*gaps) * (1 - 0.7*restarted)
 }
