@@ -281,8 +281,10 @@ func userImpact(base map[string]Deviation) bool {
 
 // impactBeyondLoad reports whether users see more than a change of load
 // explains. Below capacity, more requests make bigger batches and slower
-// steps, so latency may grow with the load but not beyond it, and no
-// queue builds; with less load every latency may only fall. Errors
+// steps, so latency may grow with the load but not clearly beyond it
+// (loadLatencyMargin, where the backlog rule starts to read admitted
+// overload), and no queue builds; with less load every latency may only
+// fall. Errors
 // beyond AnomalyZ, or throughput falling by more than the arrivals (by a
 // fifth), are impact whatever the load.
 func impactBeyondLoad(cur m.Values, base map[string]Deviation) bool {
@@ -314,7 +316,7 @@ func impactBeyondLoad(cur m.Values, base map[string]Deviation) bool {
 	}
 	for _, id := range []string{m.GatewayE2E, m.E2E, m.TTFT, m.TPOT, m.QueueTime} {
 		if d, ok := base[id]; ok && badZ(id, d) > AnomalyZ {
-			if r, ok := rel(id); ok && r > math.Max(load, 1) {
+			if r, ok := rel(id); ok && r > loadLatencyMargin*math.Max(load, 1) {
 				return true
 			}
 		}

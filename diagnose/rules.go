@@ -263,8 +263,12 @@ func (r *reader) loadBeyondCapacity() float64 {
 		return 0
 	}
 	lat := maxOf(r.rel(m.E2E), r.rel(m.TPOT), r.rel(m.TTFT))
-	return ramp(load, 1.15, 1.4) * ramp(lat/load, 1.1, 1.5) * ramp(r.rel(m.RunningSeqs), 1.2, 1.6)
+	return ramp(load, 1.15, 1.4) * ramp(lat/load, loadLatencyMargin, 1.5) * ramp(r.rel(m.RunningSeqs), 1.2, 1.6)
 }
+
+// loadLatencyMargin is how much faster than the load latency may grow
+// before it reads as more than the load: a minute's noise on both.
+const loadLatencyMargin = 1.1
 
 // admissionCapped is how clearly a queue grew that neither more load nor
 // slower steps nor a full cache explain, while the GPU does no more work:
