@@ -59,7 +59,8 @@
 //     engine grew while the engine's did not; more load than the engine
 //     serves comfortably may go into the running batch rather than the
 //     waiting queue, which shows as latency growing clearly faster than
-//     the load; a rule's physical checks discount its absolute
+//     the load; TPOT is time per token, so drafts rejected more often
+//     explain its growth with no step slower; a rule's physical checks discount its absolute
 //     signature as well as its own score; one metric beyond AnomalyZ that
 //     a rule explains is named before users feel it; and a change of
 //     traffic volume whose latency impact stays within the load's growth,

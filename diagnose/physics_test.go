@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"math"
 	"math/rand"
 	"strings"
 	"testing"
@@ -340,5 +341,29 @@ func TestRestartIsNotHostOverhead(t *testing.T) {
 				t.Errorf("seed %d, %s: diagnosed %s (candidates %v); host overhead wanted: %v", seed, tc.name, d.RootCause, d.Candidates, tc.host)
 			}
 		}
+	}
+}
+
+// TestRejectedDraftsExplainTPOT: TPOT is time per token, and with fewer
+// drafts accepted each step yields fewer tokens. Drafts rejected 75% of
+// the time against 55% before cut the tokens a step (four drafts) from
+// 2.8 to 2, so TPOT 1.55 times its baseline is mostly theirs (log 1.39 /
+// log 1.55 = 0.75); bandwidth that itself moved is not.
+func TestRejectedDraftsExplainTPOT(t *testing.T) {
+	in := func(dram float64) *reader {
+		s := synth(1, m.Values{m.RejectionRate: 0.75, m.DRAMActive: dram})
+		for _, p := range s.History {
+			p.Values[m.RejectionRate] = 0.555 + 0.002*float64(len(p.Values)%3)
+			p.Values[m.TPOT] = 18
+		}
+		s.Current[m.TPOT] = 18 * 1.55
+		base, _ := deviationsAndCounts(s)
+		return &reader{in: Input{Snapshot: s, Baseline: base}}
+	}
+	if got := explainedBy(m.CauseMemoryBandwidthBound, m.CauseSpecDecodeDegradation, 0, in(0.6)); math.Abs(got-0.75) > 0.03 {
+		t.Errorf("share of the TPOT growth the drafts explain: %.3f, want 0.75", got)
+	}
+	if got := explainedBy(m.CauseMemoryBandwidthBound, m.CauseSpecDecodeDegradation, 0, in(0.95)); got > 0.05 {
+		t.Errorf("with DRAM activity up the drafts still explain %.3f of the bandwidth finding", got)
 	}
 }

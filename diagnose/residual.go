@@ -104,6 +104,13 @@ func explainedBy(c, d string, path float64, r *reader) float64 {
 			return math.Max(path, timeouts)
 		}
 		return timeouts
+	case c == m.CauseMemoryBandwidthBound && d == m.CauseSpecDecodeDegradation:
+		// TPOT is time per token, not per step: with fewer drafts
+		// accepted each step yields fewer tokens, so TPOT rises with
+		// no step slower. Bandwidth that itself moved (DRAM activity
+		// up, memory clock down) is no draft's doing.
+		bw := maxOf(r.up(m.DRAMActive), r.down(m.MemClock))
+		return math.Max(path, tpotFromDrafts(r)*(1-bw))
 	case stepCauses[c] && d == m.CauseKVCacheEviction:
 		// Recompute can slow the steps, but only by GPU work.
 		return math.Min(path, stepsFromRecompute(r))
@@ -231,6 +238,27 @@ func serviceTimeRel(r *reader) float64 {
 		return (p + d) / (p0 + d0)
 	}
 	return maxOf(1, r.rel(m.TPOT))
+}
+
+// tpotFromDrafts is the share of TPOT's (log) growth that more rejected
+// drafts explain. A step with k drafts of which a share rho is rejected
+// yields about 1 + k(1-rho) tokens, so at the same step time TPOT grows
+// by (1 + k(1-rho0)) / (1 + k(1-rho1)). k is not exported; four drafts,
+// mid-way in the usual two to five, moves the prediction by under a
+// tenth either way.
+func tpotFromDrafts(r *reader) float64 {
+	rho1, ok := r.in.Snapshot.Current.Get(m.RejectionRate)
+	rho0, bok := r.mean(m.RejectionRate)
+	lt := math.Log(r.rel(m.TPOT))
+	if !ok || !bok || lt <= 0 {
+		return 0
+	}
+	const k = 4.0
+	pred := (1 + k*(1-clamp01(rho0))) / (1 + k*(1-clamp01(rho1)))
+	if pred <= 1 {
+		return 0
+	}
+	return clamp01(math.Log(pred) / lt)
 }
 
 // stepsFromRecompute is the share of a slower decode step that preempted
