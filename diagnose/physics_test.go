@@ -222,6 +222,7 @@ func TestAbortsFollowTheirCause(t *testing.T) {
 		want  string
 	}{
 		{"gateway", m.Values{m.GatewayE2E: 3130, m.ErrorRate: 0.04}, m.CauseTransportLatency},
+		{"gateway, aborts past what an engine fails on its own", m.Values{m.GatewayE2E: 3200, m.ErrorRate: 0.07}, m.CauseTransportLatency},
 		{"capped batch", m.Values{m.ThroughputRPS: 9,
 			m.QueueDepth: 200, m.QueueTime: 30000, m.TTFT: 30200, m.E2E: 32400, m.GatewayE2E: 32460, m.ErrorRate: 0.3, m.TPOT: 16}, m.CauseGPUUnderutilized},
 	}

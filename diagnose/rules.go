@@ -627,7 +627,10 @@ func scoreEngineErrors(r *reader) float64 {
 	// time; failures well past a healthy engine's rate while most of the
 	// request is still spent being served are the engine's own, not a
 	// symptom of whatever filled the queue.
-	if sh, qok := queueShare(r.in.Snapshot.Current); ok && qok && e >= 0.03 {
+	// Clients that leave a gateway grown slow while the engine is not
+	// abort their requests too (residual.go weighs them).
+	leaving := r.gatewayGapUp() * (1 - r.up(m.E2E))
+	if sh, qok := queueShare(r.in.Snapshot.Current); ok && qok && e >= 0.03 && leaving < 0.5 {
 		if ramp(e, 0.03, 0.08)*(1-ramp(sh, 0.5, 0.9)) >= 0.5 {
 			r.beyondUpstream = true
 		}
