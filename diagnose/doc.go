@@ -60,7 +60,9 @@
 //     serves comfortably may go into the running batch rather than the
 //     waiting queue, which shows as latency growing clearly faster than
 //     the load; TPOT is time per token, so drafts rejected more often
-//     explain its growth with no step slower; a rule's physical checks discount its absolute
+//     explain its growth with no step slower; a clock that fell with the
+//     GPU's activity is an idle GPU's power management, not throttling;
+//     a rule's physical checks discount its absolute
 //     signature as well as its own score; one metric beyond AnomalyZ that
 //     a rule explains is named before users feel it; and a change of
 //     traffic volume whose latency impact stays within the load's growth,

@@ -368,3 +368,23 @@ func TestRejectedDraftsExplainTPOT(t *testing.T) {
 		t.Errorf("with DRAM activity up the drafts still explain %.3f of the bandwidth finding", got)
 	}
 }
+
+// TestIdleClockIsNotThrottling: a GPU that idles lowers its own clock,
+// power and temperature; slower steps around such a GPU are not a
+// thermal or power limit. The same clock under a lowered power cap, with
+// the GPU as busy as before, is.
+func TestIdleClockIsNotThrottling(t *testing.T) {
+	e := New(Options{})
+	for seed := int64(1); seed <= 3; seed++ {
+		idle := e.Diagnose(synth(seed, m.Values{m.SMClock: 1100, m.Power: 230, m.GPUTemp: 45, m.SMUtil: 0.2, m.TensorActive: 0.1,
+			m.DRAMActive: 0.15, m.TPOT: 60, m.DecodeTime: 7800, m.E2E: 8000, m.GatewayE2E: 8060}))
+		if idle.RootCause == m.CauseGPUThrottling {
+			t.Errorf("seed %d: an idle GPU's clock named throttling (candidates %v)", seed, idle.Candidates)
+		}
+		capped := e.Diagnose(synth(seed, m.Values{m.SMClock: 1100, m.Power: 300, m.GPUTemp: 60, m.SMUtil: 0.74,
+			m.TPOT: 30, m.DecodeTime: 3900, m.E2E: 4100, m.GatewayE2E: 4160}))
+		if capped.RootCause != m.CauseGPUThrottling {
+			t.Errorf("seed %d: a power-capped busy GPU diagnosed %s (candidates %v), want gpu_throttling", seed, capped.RootCause, capped.Candidates)
+		}
+	}
+}

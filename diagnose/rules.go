@@ -558,7 +558,11 @@ func scoreThrottling(r *reader) float64 {
 	r.noteIf(heat, m.GPUTemp, remarkHot)
 	r.noteIf(power, m.Power, "")
 	r.noteIf(lat, m.TPOT, "")
-	return 0.5*clk + 0.25*maxOf(heat, power) + 0.25*lat
+	// A throttled GPU runs the same kernels slower and stays busy; one
+	// whose activity fell to a fraction of its baseline is idling, and
+	// an idle GPU lowers its own clock (and power and heat with it).
+	idling := ramp(-r.z(m.SMUtil), 3, 8) * ramp(1-r.rel(m.SMUtil), 0.3, 0.6)
+	return (0.5*clk + 0.25*maxOf(heat, power) + 0.25*lat) * (1 - 0.7*idling)
 }
 
 // gatewayGap is the time a request spends outside the engine.
