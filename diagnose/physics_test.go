@@ -145,13 +145,7 @@ func TestFrontendTimeIsHostOverhead(t *testing.T) {
 func TestCachedContextsAreBandwidth(t *testing.T) {
 	cached := m.Values{m.MeanPromptTokens: 4000, m.KVCacheHitRate: 0.88, m.PromptTPS: 48000, m.TPOT: 27, m.TPOTP99: 42,
 		m.DecodeTime: 3500, m.E2E: 3760, m.GatewayE2E: 3820, m.TTFT: 200, m.PrefillTime: 135, m.KVCacheUsage: 0.75, m.RunningSeqs: 40}
-	uncached := m.Values{}
-	for id, x := range cached {
-		uncached[id] = x
-	}
-	uncached[m.KVCacheHitRate] = 0.55
-	uncached[m.PrefillTime] = 520
-	uncached[m.TTFT] = 650
+	uncached := overlay(cached, m.Values{m.KVCacheHitRate: 0.55, m.PrefillTime: 520, m.TTFT: 650})
 	e := New(Options{})
 	for seed := int64(1); seed <= 3; seed++ {
 		if d := e.Diagnose(synth(seed, cached)); d.RootCause != m.CauseMemoryBandwidthBound {
@@ -192,14 +186,7 @@ func TestLoadWithinCapacityIsNotAnIncident(t *testing.T) {
 	absorbed := m.Values{m.ArrivalRPS: 18, m.ThroughputRPS: 18, m.RunningSeqs: 54, m.TPOT: 23, m.TPOTP99: 38,
 		m.DecodeTime: 2990, m.E2E: 3260, m.GatewayE2E: 3320, m.TTFT: 250, m.PrefillTime: 170, m.QueueTime: 14,
 		m.PromptTPS: 18000, m.GenerationTPS: 2300, m.KVCacheUsage: 0.7, m.SMUtil: 0.72}
-	beyond := m.Values{}
-	for id, x := range absorbed {
-		beyond[id] = x
-	}
-	beyond[m.QueueTime] = 900
-	beyond[m.TTFT] = 1100
-	beyond[m.E2E] = 5200
-	beyond[m.GatewayE2E] = 5260
+	beyond := overlay(absorbed, m.Values{m.QueueTime: 900, m.TTFT: 1100, m.E2E: 5200, m.GatewayE2E: 5260})
 	e := New(Options{})
 	for seed := int64(1); seed <= 3; seed++ {
 		if d := e.Diagnose(synth(seed, absorbed)); d.RootCause != m.CauseNone {
