@@ -249,10 +249,11 @@ func scoreQueueBacklog(r *reader) float64 {
 
 // loadBeyondCapacity is how clearly more load than the engine serves
 // comfortably went into the running batch: arrivals (served throughput
-// without a gateway) rose at least 15% out of their noise, the batch grew
-// with them, and latency grew clearly faster than the load. Below the saturation
-// knee a bigger batch costs each step less than it adds (weights are read
-// once per step), so latency grows slower than the load; past it, faster.
+// without a gateway) rose at least 15% out of their noise, the batch
+// grew with them, and latency grew clearly faster than the load. Below
+// the saturation knee a bigger batch costs each step less than it adds
+// (weights are read once per step), so latency grows slower than the
+// load; past it, faster.
 func (r *reader) loadBeyondCapacity() float64 {
 	id := m.ThroughputRPS
 	if r.has(m.ArrivalRPS) {
@@ -461,45 +462,42 @@ func scorePrefixMiss(r *reader) float64 {
 	return (0.45*hd + 0.2*slow + 0.1*r.up(m.PromptTPS) + 0.25*calm) * (1 - 0.6*r.gpuWorkFell()) * (1 - 0.8*refilling)
 }
 
-// cacheEmptied reports whether the prefix hit rate fell to a tenth of a
-// baseline of 15% or more in the recent minutes or now: a prefix cache
-// emptied at once, as an engine restart empties it (or traffic that
-// stopped sharing prefixes altogether).
-func (r *reader) cacheEmptied() bool {
-	base, ok := r.mean(m.KVCacheHitRate)
+// emptiedHits is the lowest prefix hit rate of the recent minutes and,
+// with now, of the current one too, and the baseline's; ok only for a
+// baseline of 15% or more, where a fall to a tenth of it means the cache
+// was emptied at once (an engine restart empties it, traffic that stops
+// sharing prefixes rarely reaches zero where it shared a fair part).
+func (r *reader) emptiedHits(now bool) (low, base float64, ok bool) {
+	base, ok = r.mean(m.KVCacheHitRate)
 	if !ok || base < 0.15 {
-		return false
+		return 0, 0, false
 	}
-	if cur, ok := r.in.Snapshot.Current.Get(m.KVCacheHitRate); ok && cur <= 0.1*base {
-		return true
+	low = math.Inf(1)
+	if cur, has := r.in.Snapshot.Current.Get(m.KVCacheHitRate); has && now {
+		low = cur
 	}
 	for _, p := range r.in.Recent {
-		if h, ok := p.Values.Get(m.KVCacheHitRate); ok && h <= 0.1*base {
-			return true
-		}
-	}
-	return false
-}
-
-// cacheRefilling is how clearly the prefix cache was emptied in the recent
-// minutes and is filling again: the hit rate fell to a tenth of its
-// baseline or less (an engine restart or a cache reset drops every
-// block at once; traffic that stops sharing prefixes does not reach
-// zero where it shared a fair part before) and has since climbed back
-// part of the way. Only a baseline hit rate of 15% or more can show it.
-func (r *reader) cacheRefilling() float64 {
-	base, ok := r.mean(m.KVCacheHitRate)
-	cur, has := r.in.Snapshot.Current.Get(m.KVCacheHitRate)
-	if !ok || !has || base < 0.15 {
-		return 0
-	}
-	low := math.Inf(1)
-	for _, p := range r.in.Recent {
-		if h, ok := p.Values.Get(m.KVCacheHitRate); ok {
+		if h, has := p.Values.Get(m.KVCacheHitRate); has {
 			low = math.Min(low, h)
 		}
 	}
-	if low > 0.1*base {
+	return low, base, low <= 0.1*base
+}
+
+// cacheEmptied reports whether the prefix cache was emptied at once in the
+// recent minutes or now (emptiedHits).
+func (r *reader) cacheEmptied() bool {
+	_, _, ok := r.emptiedHits(true)
+	return ok
+}
+
+// cacheRefilling is how clearly the prefix cache was emptied in the recent
+// minutes (emptiedHits) and has since climbed back part of the way: a
+// cache refilling after a restart, not traffic that lost its sharing.
+func (r *reader) cacheRefilling() float64 {
+	low, base, ok := r.emptiedHits(false)
+	cur, has := r.in.Snapshot.Current.Get(m.KVCacheHitRate)
+	if !ok || !has {
 		return 0
 	}
 	return ramp((cur-low)/(base-low), 0.1, 0.3)
