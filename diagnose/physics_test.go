@@ -375,3 +375,56 @@ func TestIdleClockIsNotThrottling(t *testing.T) {
 		}
 	}
 }
+
+// TestHostOverheadGivesWayToGPUWorkAndLoad: host time per step opens gaps
+// between the same kernels. It cannot make the tensor cores work more per
+// second, so DRAM activity falling while they do is a shift of the step's
+// mix, not host overhead; nor can it make the engine serve more, so
+// slower steps while clearly more requests are served carry more work.
+func TestHostOverheadGivesWayToGPUWorkAndLoad(t *testing.T) {
+	e := New(Options{})
+	slow := m.Values{m.TPOT: 28, m.DecodeTime: 3640, m.E2E: 3850, m.GatewayE2E: 3910, m.DRAMActive: 0.42}
+	hostScore := func(d Diagnosis) float64 {
+		for _, c := range d.Candidates {
+			if c.RootCause == m.CauseHostOverhead {
+				return c.Score
+			}
+		}
+		return 0
+	}
+	for seed := int64(1); seed <= 3; seed++ {
+		alone := e.Diagnose(synth(seed, slow))
+		if alone.RootCause != m.CauseHostOverhead {
+			t.Fatalf("seed %d: slower steps with DRAM idler diagnosed %s, want host_overhead", seed, alone.RootCause)
+		}
+		if d := e.Diagnose(synth(seed, overlay(slow, m.Values{m.TensorActive: 0.7}))); d.RootCause == m.CauseHostOverhead {
+			t.Errorf("seed %d: tensor cores busier named host_overhead (candidates %v)", seed, d.Candidates)
+		}
+		loaded := e.Diagnose(synth(seed, overlay(slow, m.Values{m.ArrivalRPS: 18, m.ThroughputRPS: 18, m.RunningSeqs: 68})))
+		if got, was := hostScore(loaded), hostScore(alone); got > 0.5*was {
+			t.Errorf("seed %d: with half again as many requests served host overhead scores %.3f, against %.3f alone", seed, got, was)
+		}
+	}
+}
+
+// TestTimeoutsNeedLongWaits: failures beside a queue that dominates the
+// request are clients timing out only when the wait runs to tens of
+// seconds; client timeouts do not fire after four. Beside a
+// bandwidth-bound engine, the same failures keep most of their weight
+// behind a 4-second queue and lose it behind a 30-second one.
+func TestTimeoutsNeedLongWaits(t *testing.T) {
+	e := New(Options{})
+	errScore := func(wait float64) float64 {
+		d := e.Diagnose(synth(1, m.Values{m.ErrorRate: 0.04, m.QueueTime: wait, m.QueueDepth: 40, m.TTFT: wait + 200,
+			m.E2E: wait + 1500, m.GatewayE2E: wait + 1560, m.DRAMActive: 0.95, m.TPOT: 28, m.DecodeTime: 1300, m.ThroughputRPS: 10.5}))
+		for _, c := range d.Candidates {
+			if c.RootCause == m.CauseEngineErrors {
+				return c.Score
+			}
+		}
+		return 0
+	}
+	if short, long := errScore(4000), errScore(30000); short < 0.6 || long > 0.45 {
+		t.Errorf("engine errors score %.3f behind a 4 s queue and %.3f behind a 30 s one; want at least 0.6 and at most 0.45", short, long)
+	}
+}
