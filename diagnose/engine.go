@@ -284,9 +284,8 @@ func userImpact(base map[string]Deviation) bool {
 // steps, so latency may grow with the load but not clearly beyond it
 // (loadLatencyMargin, where the backlog rule starts to read admitted
 // overload), and no queue builds; with less load every latency may only
-// fall. Errors
-// beyond AnomalyZ, or throughput falling by more than the arrivals (by a
-// fifth), are impact whatever the load.
+// fall. Errors beyond AnomalyZ, or throughput falling by more than the
+// arrivals (by a fifth), are impact whatever the load.
 func impactBeyondLoad(cur m.Values, base map[string]Deviation) bool {
 	if !userImpact(base) {
 		return false

@@ -243,9 +243,9 @@ func serviceTimeRel(r *reader) float64 {
 // tpotFromDrafts is the share of TPOT's (log) growth that more rejected
 // drafts explain. A step with k drafts of which a share rho is rejected
 // yields about 1 + k(1-rho) tokens, so at the same step time TPOT grows
-// by (1 + k(1-rho0)) / (1 + k(1-rho1)). k is not exported; four drafts,
-// mid-way in the usual two to five, moves the prediction by under a
-// tenth either way.
+// by (1 + k(1-rho0)) / (1 + k(1-rho1)). k is not in the catalog; four
+// drafts, mid-way in the usual two to five, moves the prediction by under
+// a tenth either way.
 func tpotFromDrafts(r *reader) float64 {
 	rho1, ok := r.in.Snapshot.Current.Get(m.RejectionRate)
 	rho0, bok := r.mean(m.RejectionRate)
