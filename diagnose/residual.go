@@ -211,10 +211,7 @@ func queueFromCapacity(r *reader, steps bool) float64 {
 // loadLogs is the log growth of arrivals (served throughput without a
 // gateway) and of the running batch, each at least 0.
 func loadLogs(r *reader) (arrivals, batch float64) {
-	a := r.rel(m.ArrivalRPS)
-	if !r.has(m.ArrivalRPS) {
-		a = r.rel(m.ThroughputRPS)
-	}
+	a := r.rel(r.arrivalsMetric())
 	return math.Log(math.Max(a, 1)), math.Log(math.Max(r.rel(m.RunningSeqs), 1))
 }
 

@@ -154,6 +154,15 @@ func (r *reader) slowerSteps(lo, hi float64) float64 {
 	return ramp(r.rel(m.TPOT), lo, hi) * ramp(r.z(m.TPOT), 2, 4)
 }
 
+// arrivalsMetric is where arrivals are read: at the gateway, or without
+// it, as served throughput.
+func (r *reader) arrivalsMetric() string {
+	if r.has(m.ArrivalRPS) {
+		return m.ArrivalRPS
+	}
+	return m.ThroughputRPS
+}
+
 // moreArrivals is how clearly more requests arrive than at the baseline:
 // at the gateway, or without it, served throughput rising (a backlog from
 // load lifts throughput to its ceiling first).
@@ -255,10 +264,7 @@ func scoreQueueBacklog(r *reader) float64 {
 // (weights are read once per step), so latency grows slower than the
 // load; past it, faster.
 func (r *reader) loadBeyondCapacity() float64 {
-	id := m.ThroughputRPS
-	if r.has(m.ArrivalRPS) {
-		id = m.ArrivalRPS
-	}
+	id := r.arrivalsMetric()
 	load := r.rel(id)
 	if load < 1.15 || r.z(id) < 2 {
 		return 0
@@ -731,11 +737,7 @@ func scoreHostStep(r *reader) float64 {
 	// it serve more. Steps that slowed while clearly more requests
 	// arrived and were served carry more work (bigger batches, prefill
 	// chunks), which is load.
-	arrivals := r.rel(m.ThroughputRPS)
-	if r.has(m.ArrivalRPS) {
-		arrivals = r.rel(m.ArrivalRPS)
-	}
-	notLoad := 1 - 0.6*ramp(arrivals, 1.15, 1.4)
+	notLoad := 1 - 0.6*ramp(r.rel(r.arrivalsMetric()), 1.15, 1.4)
 	r.noteIf(r.up(m.TPOT), m.TPOT, remarkStarved)
 	r.noteIf(r.up(m.DecodeTime), m.DecodeTime, remarkStarved)
 	r.noteIf(idle, m.SMUtil, "")
