@@ -428,3 +428,46 @@ func TestTimeoutsNeedLongWaits(t *testing.T) {
 		t.Errorf("engine errors score %.3f behind a 4 s queue and %.3f behind a 30 s one; want at least 0.6 and at most 0.45", short, long)
 	}
 }
+
+// TestFrontendTimeWithALostInterval: TTFT five times its baseline while
+// the scrape lost the queue interval (its depth calm) or the prefill
+// interval (prompts and prefix hits calm) is still the API server's time;
+// with the prefill lost and prompts four times longer it is not.
+func TestFrontendTimeWithALostInterval(t *testing.T) {
+	e := New(Options{})
+	slow := m.Values{m.TTFT: 900, m.TTFTP99: 2400, m.E2E: 3280, m.GatewayE2E: 3340}
+	for seed := int64(1); seed <= 3; seed++ {
+		noQueue := synth(seed, slow)
+		delete(noQueue.Current, m.QueueTime)
+		if d := e.Diagnose(noQueue); d.RootCause != m.CauseHostOverhead {
+			t.Errorf("seed %d: TTFT up with the queue interval lost diagnosed %s (candidates %v), want host_overhead", seed, d.RootCause, d.Candidates)
+		}
+		if d := e.Diagnose(synthWithout(seed, slow, m.PrefillTime)); d.RootCause != m.CauseHostOverhead {
+			t.Errorf("seed %d: TTFT up without a prefill interval diagnosed %s (candidates %v), want host_overhead", seed, d.RootCause, d.Candidates)
+		}
+		longer := overlay(slow, m.Values{m.MeanPromptTokens: 4000, m.PromptTPS: 48000})
+		if d := e.Diagnose(synthWithout(seed, longer, m.PrefillTime)); d.RootCause == m.CauseHostOverhead {
+			t.Errorf("seed %d: TTFT up with prompts four times longer named host_overhead (candidates %v)", seed, d.Candidates)
+		}
+	}
+}
+
+// TestSlowStepsGrowTheBatch: steps two and a half times slower at steady
+// arrivals grow the batch fivefold (Little's law), and the bigger batch
+// keeps the tensor cores and SMs busier each step while DRAM idles: the
+// activity is the batch's, the slowdown the host's. The same batch filled
+// from a queue that holds most of each request is load.
+func TestSlowStepsGrowTheBatch(t *testing.T) {
+	e := New(Options{})
+	slow := m.Values{m.TPOT: 46, m.TPOTP99: 75, m.DecodeTime: 5980, m.E2E: 6250, m.GatewayE2E: 6310, m.TTFT: 260, m.QueueTime: 40,
+		m.RunningSeqs: 150, m.KVCacheUsage: 0.8, m.TensorActive: 0.8, m.SMUtil: 0.85, m.DRAMActive: 0.5}
+	for seed := int64(1); seed <= 3; seed++ {
+		if d := e.Diagnose(synth(seed, slow)); d.RootCause != m.CauseHostOverhead {
+			t.Errorf("seed %d: slower steps that grew the batch diagnosed %s (candidates %v), want host_overhead", seed, d.RootCause, d.Candidates)
+		}
+		queued := overlay(slow, m.Values{m.QueueTime: 9000, m.QueueDepth: 150, m.TTFT: 9200, m.E2E: 15200, m.GatewayE2E: 15260})
+		if d := e.Diagnose(synth(seed, queued)); d.RootCause == m.CauseHostOverhead {
+			t.Errorf("seed %d: a batch filled from a deep queue named host_overhead (candidates %v)", seed, d.Candidates)
+		}
+	}
+}

@@ -50,6 +50,29 @@ func (r *reader) batchSmall() float64 {
 	return maxOf(r.bothDown(m.RunningSeqs), ramp(1-r.rel(m.RunningSeqs), 0.25, 0.6)*ramp(base, 4, 16))
 }
 
+// beyondBatch is the share of id's rise over its baseline (in log) that
+// the running batch's growth leaves unexplained: 1 when the batch did not
+// clearly grow, 0 when it grew at least as much as id did. A bigger batch
+// does more GPU work each step whatever made the steps slower, so more
+// activity per sequence, not per step, is the GPU working harder.
+//
+// That holds while requests hardly wait: a batch that grew with most of
+// the request spent queueing was filled from a backlog (load), and the
+// work it brings is the load's, not the host's.
+func (r *reader) beyondBatch(id string) float64 {
+	x := math.Log(math.Max(r.rel(id), 1e-3))
+	b := math.Log(math.Max(r.rel(m.RunningSeqs), 1)) * ramp(r.z(m.RunningSeqs), 2, 4)
+	if sh, ok := queueShare(r.in.Snapshot.Current); !ok {
+		b = 0
+	} else {
+		b *= 1 - ramp(sh, 0.2, 0.5)
+	}
+	if x <= 0 || b <= 0 {
+		return 1
+	}
+	return clamp01((x - b) / x)
+}
+
 // gpuWorkPerToken is how clearly the GPU does more work for each generated
 // token than at the baseline: board power (above its idle floor, which
 // the baseline mean includes, so the ratio understates) rising faster than
@@ -690,13 +713,40 @@ func frontendTime(v m.Values) (float64, bool) {
 // finishes, so a queue or prefill that is growing shows in TTFT first;
 // requiring both calm keeps that lag from reading as frontend time.
 func (r *reader) frontendSlow() float64 {
-	g := deriveDeviation(r.in.Snapshot, frontendTime, 2, m.Up)
 	ttft, ok := r.in.Snapshot.Current.Get(m.TTFT)
-	if !g.ok || !ok || ttft <= 0 {
+	if !ok || ttft <= 0 {
 		return 0
 	}
 	calm := (1 - ramp(r.z(m.QueueTime), 1.5, 3)) * (1 - ramp(r.z(m.PrefillTime), 1.5, 3))
-	return ramp(g.dev.Z, 3, 8) * ramp(g.value/ttft, 0.2, 0.5) * calm
+	g := deriveDeviation(r.in.Snapshot, frontendTime, 2, m.Up)
+	if g.ok {
+		return ramp(g.dev.Z, 3, 8) * ramp(g.value/ttft, 0.2, 0.5) * calm
+	}
+	// A scrape that lost the queue or prefill interval leaves TTFT's rise
+	// to be read against what stands in for the lost part: the queue's
+	// depth for its time, the prompts' length and prefix hits for the
+	// prefill's. A rise that none of them shows is the frontend's, read
+	// with less certainty than the subtraction gives.
+	queueCalm, prefillCalm := 1-ramp(r.z(m.QueueTime), 1.5, 3), 1-ramp(r.z(m.PrefillTime), 1.5, 3)
+	switch {
+	case r.has(m.QueueTime):
+	case r.has(m.QueueDepth):
+		queueCalm = 1 - ramp(r.z(m.QueueDepth), 1.5, 3)
+	default:
+		return 0
+	}
+	if !r.has(m.PrefillTime) {
+		if !r.has(m.MeanPromptTokens) && !r.has(m.PromptTPS) {
+			return 0
+		}
+		prefillCalm = (1 - ramp(r.z(m.MeanPromptTokens), 1.5, 3)) * (1 - ramp(r.z(m.PromptTPS), 1.5, 3)) *
+			(1 - ramp(-r.z(m.KVCacheHitRate), 1.5, 3))
+	}
+	base, ok := r.mean(m.TTFT)
+	if !ok {
+		return 0
+	}
+	return 0.8 * ramp(r.z(m.TTFT), 3, 8) * ramp((ttft-base)/ttft, 0.2, 0.5) * queueCalm * prefillCalm
 }
 
 // scoreHostStep is host overhead read from the decode step.
@@ -705,14 +755,18 @@ func scoreHostStep(r *reader) float64 {
 		return 0
 	}
 	lat := maxOf(r.up(m.TPOT), r.up(m.DecodeTime))
-	if lat == 0 || r.z(m.SMUtil) > 1 {
-		// A slower step at higher SM activity is GPU work, not host work.
+	if lat == 0 || r.z(m.SMUtil) > 1 && r.beyondBatch(m.SMUtil) > 0.5 {
+		// A slower step at higher SM activity is GPU work, not host work,
+		// unless the batch grew more than the activity did.
 		return 0
 	}
 	// More GPU work for each generated token (power, or SM or DRAM
 	// activity, rising faster than the token rate) means the step got
-	// slower on the GPU: the host cannot make the GPU work harder.
-	busier := maxOf(r.up(m.DRAMActive), r.up(m.TensorActive), r.bothUp(m.SMUtil), r.up(m.Power), r.gpuWorkPerToken())
+	// slower on the GPU: the host cannot make the GPU work harder. Slower
+	// steps at steady arrivals grow the batch, and a bigger batch keeps
+	// the GPU busier each step, so activity counts only beyond the batch.
+	busier := maxOf(r.up(m.DRAMActive), r.up(m.TensorActive)*r.beyondBatch(m.TensorActive),
+		r.bothUp(m.SMUtil)*r.beyondBatch(m.SMUtil), r.up(m.Power)*r.beyondBatch(m.Power), r.gpuWorkPerToken())
 	if busier >= 0.5 {
 		return 0
 	}
@@ -721,7 +775,7 @@ func scoreHostStep(r *reader) float64 {
 	}
 	// DRAM activity falling while the tensor cores work more is a shift
 	// of the step's mix towards compute (chunked prefill), not a gap.
-	dramIdle := ramp(-r.z(m.DRAMActive), 1, 4) * (1 - ramp(r.z(m.TensorActive), 1, 3))
+	dramIdle := ramp(-r.z(m.DRAMActive), 1, 4) * (1 - ramp(r.z(m.TensorActive), 1, 3)*r.beyondBatch(m.TensorActive))
 	idle := maxOf(ramp(-r.z(m.SMUtil), 1, 4), dramIdle, 0.5*ramp(-r.z(m.Power), 1, 4))
 	// The same kernels spread over a longer step: activity falling with
 	// the step time, even inside the baseline's spread of a varying load.
