@@ -47,7 +47,11 @@
 //     slow step's symptom, not load, and load explains a slower step only
 //     up to what it grew; time to first token that grew outside the
 //     engine's queue and prefill is spent in the API server (host
-//     overhead); prompts that grew with content the prefix cache serves
+//     overhead), and when a scrape lost the queue or prefill interval
+//     the queue's depth or the prompts' length and hits stand in for it;
+//     a bigger batch keeps the GPU busier each step, so with requests
+//     hardly waiting only activity beyond the batch's growth counts as
+//     the GPU working harder; prompts that grew with content the prefix cache serves
 //     add no prefill but longer contexts for decode to read (bandwidth,
 //     not a prefill surge); a hit rate that fell to nothing in the recent
 //     minutes and is climbing back is a cache a restart emptied, not
