@@ -471,3 +471,24 @@ func TestSlowStepsGrowTheBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestStormBesideLongerPromptsIsTheStorm: a cache filled to 97% with
+// preemptions and lost prefix hits while prompts grew 40% is an eviction
+// storm. Prompts 1.4 times longer would fill the cache to about 63%; and
+// of the uncached tokens' growth (2.2 times) they account for less than
+// half, the lost hits for the rest. Prompts four times longer fill the
+// cache themselves, and the hits they evict are theirs.
+func TestStormBesideLongerPromptsIsTheStorm(t *testing.T) {
+	e := New(Options{})
+	storm := m.Values{m.KVCacheUsage: 0.97, m.PreemptionRate: 3, m.KVCacheHitRate: 0.3, m.MeanPromptTokens: 1400, m.PromptTPS: 16800,
+		m.PrefillTime: 300, m.TTFT: 700, m.TTFTP99: 2500, m.QueueTime: 150, m.QueueDepth: 8, m.E2E: 3300, m.GatewayE2E: 3360, m.TPOT: 21}
+	surge := overlay(storm, m.Values{m.MeanPromptTokens: 4000, m.PromptTPS: 48000, m.PrefillTime: 900, m.TTFT: 1500, m.E2E: 4100, m.GatewayE2E: 4160})
+	for seed := int64(1); seed <= 3; seed++ {
+		if d := e.Diagnose(synth(seed, storm)); d.RootCause != m.CauseKVCacheEviction {
+			t.Errorf("seed %d: a storm beside 40%% longer prompts diagnosed %s (candidates %v), want kv_cache_eviction", seed, d.RootCause, d.Candidates)
+		}
+		if d := e.Diagnose(synth(seed, surge)); d.RootCause != m.CauseLongPromptPrefill {
+			t.Errorf("seed %d: prompts four times longer that filled the cache diagnosed %s (candidates %v), want long_prompt_prefill", seed, d.RootCause, d.Candidates)
+		}
+	}
+}

@@ -462,8 +462,37 @@ func scoreLongPrompt(r *reader) float64 {
 	r.noteIf(r.up(m.TTFT), m.TTFT, "")
 	r.noteIf(r.up(m.PromptTPS), m.PromptTPS, "")
 	// Slower prefill and first tokens are this cause's only insofar as
-	// the prompts' uncached part grew.
-	return (0.55*pr + (0.3*prefill+0.15*r.up(m.PromptTPS))*uncached) * (1 - 0.6*r.gpuWorkFell())
+	// the prompts' uncached part grew, and of that growth only the part
+	// the longer prompts account for.
+	slow := (0.3*prefill + 0.15*r.up(m.PromptTPS)) * uncached * r.promptShareOfMisses()
+	return (0.55*pr + slow) * (1 - 0.6*r.gpuWorkFell())
+}
+
+// promptShareOfMisses is the share (0-1) of the uncached prompt tokens'
+// (log) growth, P(1-h) against its baseline, that longer prompts account
+// for when prefix hits fell: the rest is hits lost, an eviction storm's or
+// the traffic's doing, which longer prompts leave to those causes. 1 when
+// the hit rate held or rose (cachedGrowth covers that side) or is
+// unknown. Hits lost because the longer prompts filled the cache are the
+// prompts' own.
+func (r *reader) promptShareOfMisses() float64 {
+	p1, ok1 := r.in.Snapshot.Current.Get(m.MeanPromptTokens)
+	h1, ok2 := r.in.Snapshot.Current.Get(m.KVCacheHitRate)
+	p0, ok3 := r.mean(m.MeanPromptTokens)
+	h0, ok4 := r.mean(m.KVCacheHitRate)
+	if !ok1 || !ok2 || !ok3 || !ok4 || p0 <= 0 || p1 <= p0 || h1 >= h0 || h0 >= 0.98 {
+		return 1
+	}
+	lp := math.Log(p1 / p0)
+	lu := math.Log(p1 * math.Max(1-h1, 0.02) / (p0 * (1 - h0)))
+	share := clamp01(lp / lu)
+	// Prompts long enough to fill the cache evict the prefixes
+	// themselves: the hits lost are theirs as far as they explain the
+	// cache's growth.
+	f, _ := kvGrowthFrom(m.CauseLongPromptPrefill, r)
+	share += (1 - share) * kvExplained(r, f)
+	// A hit rate that moved within its noise has lost nothing.
+	return 1 - r.down(m.KVCacheHitRate)*(1-share)
 }
 
 // scorePrefixMiss: prefix hits fell while the KV cache is not pressed and
