@@ -492,23 +492,3 @@ func TestStormBesideLongerPromptsIsTheStorm(t *testing.T) {
 		}
 	}
 }
-
-// TestLostSharingFillsTheCache: traffic that stopped sharing prefixes
-// (hits 55% -> 15%) holds 1.9 times the blocks for the same requests, so
-// a cache at 93% with a few preemptions is the lost sharing's doing, and
-// the cause is the traffic. Hits that fell to 35% account for a cache at
-// 65%; at 97% with heavy preemption the storm is beyond them.
-func TestLostSharingFillsTheCache(t *testing.T) {
-	e := New(Options{})
-	unshared := m.Values{m.KVCacheHitRate: 0.15, m.PrefillTime: 260, m.TTFT: 420, m.TTFTP99: 1400, m.KVCacheUsage: 0.93,
-		m.PreemptionRate: 0.5, m.E2E: 2900, m.GatewayE2E: 2960, m.QueueTime: 40, m.QueueDepth: 2, m.SMUtil: 0.8, m.TensorActive: 0.55}
-	storm := overlay(unshared, m.Values{m.KVCacheHitRate: 0.35, m.KVCacheUsage: 0.97, m.PreemptionRate: 3, m.QueueTime: 150, m.QueueDepth: 8})
-	for seed := int64(1); seed <= 3; seed++ {
-		if d := e.Diagnose(synth(seed, unshared)); d.RootCause != m.CausePrefixCacheMiss {
-			t.Errorf("seed %d: lost prefix sharing that filled the cache diagnosed %s (candidates %v), want prefix_cache_miss", seed, d.RootCause, d.Candidates)
-		}
-		if d := e.Diagnose(synth(seed, storm)); d.RootCause != m.CauseKVCacheEviction {
-			t.Errorf("seed %d: a storm beyond the lost hits diagnosed %s (candidates %v), want kv_cache_eviction", seed, d.RootCause, d.Candidates)
-		}
-	}
-}

@@ -75,12 +75,6 @@ func explainedBy(c, d string, path float64, r *reader) float64 {
 		// Only insofar as the storm is not the longer prompts' own.
 		f, _ := kvGrowthFrom(m.CauseLongPromptPrefill, r)
 		return prefillBeyondPrompts(r) * (1 - kvExplained(r, f))
-	case c == m.CausePrefixCacheMiss && d == m.CauseKVCacheEviction:
-		// A storm evicts cached prefixes, but only insofar as the storm
-		// is not the lost sharing's own: unshared prefixes hold more
-		// blocks, which fills the cache.
-		f, _ := kvGrowthFrom(m.CausePrefixCacheMiss, r)
-		return path * (1 - kvExplained(r, f))
 	case c == m.CauseHostOverhead && d == m.CauseMemoryBandwidthBound:
 		// Both explain the same slower step; the GPU's activity tells
 		// which. Held or rising, the time is spent in kernels.

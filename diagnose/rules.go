@@ -503,15 +503,11 @@ func scorePrefixMiss(r *reader) float64 {
 		return 0
 	}
 	pressure, ok := r.kvPressure()
-	// Unshared prefixes hold more blocks: the pressure and preemptions
-	// that the lost sharing accounts for are its own, not a small cache.
-	f, _ := kvGrowthFrom(m.CausePrefixCacheMiss, r)
-	own := kvExplained(r, f)
 	roomy := 0.5
 	if ok {
-		roomy = 1 - pressure*(1-own)
+		roomy = 1 - pressure
 	}
-	calm := roomy * (1 - r.up(m.PreemptionRate)*(1-own))
+	calm := roomy * (1 - r.up(m.PreemptionRate))
 	slow := maxOf(r.up(m.TTFT), r.up(m.PrefillTime))
 	// A cache emptied by a restart loses every hit at once and refills;
 	// the restart's cause, not the traffic, is the fault.
