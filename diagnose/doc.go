@@ -53,13 +53,11 @@
 //     hardly waiting only activity beyond the batch's growth counts as
 //     the GPU working harder; prompts that grew with content the prefix
 //     cache serves add no prefill but longer contexts for decode to read
-//     (bandwidth, not a prefill surge); longer prompts claim the slower prefill only
-//     for the part of the uncached tokens' growth their length accounts
-//     for, the rest being hits lost to a storm they could not cause; lost
-//     prefix sharing holds more blocks, so the cache pressure and
-//     preemptions it accounts for are its own, and a storm explains lost
-//     hits only beyond them; a hit rate that fell to nothing in the recent
-//     minutes and is climbing back is a cache a restart emptied, not
+//     (bandwidth, not a prefill surge); longer prompts claim the slower
+//     prefill only for the part of the uncached tokens' growth their
+//     length accounts for, the rest being hits lost to a storm they could
+//     not cause; a hit rate that fell to nothing in the recent minutes
+//     and is climbing back is a cache a restart emptied, not
 //     traffic that stopped sharing prefixes, and slower steps around an
 //     idle GPU beside such a cache are the restart's downtime, not host
 //     overhead; failures count as clients
