@@ -3,9 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -244,9 +247,11 @@ func TestDiagnoseCmdUsage(t *testing.T) {
 	}
 }
 
-func TestEvalCmd(t *testing.T) {
-	dir := t.TempDir()
-	corpus := filepath.Join(dir, "corpus.jsonl")
+// goldenCorpus writes a corpus of one golden snapshot per taxonomy cause,
+// labelled with it, and one line that is not JSON (line 14).
+func goldenCorpus(t *testing.T) string {
+	t.Helper()
+	corpus := filepath.Join(t.TempDir(), "corpus.jsonl")
 	var b strings.Builder
 	for _, c := range metrics.Causes {
 		var v map[string]any
@@ -262,6 +267,11 @@ func TestEvalCmd(t *testing.T) {
 	if err := os.WriteFile(corpus, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return corpus
+}
+
+func TestEvalCmd(t *testing.T) {
+	corpus := goldenCorpus(t)
 	env := func(string) string { return "" }
 
 	var stdout, stderr bytes.Buffer
@@ -405,4 +415,63 @@ func FuzzDiagnoseStream(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEvalFeatures: --features writes a header and one row per valid case,
+// with the label, the rules' cause and a positive score for it, the
+// signature and the metrics' z; it refuses --feedback and a path it cannot
+// create.
+func TestEvalFeatures(t *testing.T) {
+	corpus := goldenCorpus(t)
+	env := func(string) string { return "" }
+	out := filepath.Join(t.TempDir(), "features.csv")
+	var stdout, stderr bytes.Buffer
+	if err := evalCmd(context.Background(), []string{"--corpus", corpus, "--features", out}, env, &stdout, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		t.Fatalf("features file is not CSV: %v", err)
+	}
+	if len(rows) != 1+len(metrics.Causes) {
+		t.Fatalf("%d rows, want a header and %d cases", len(rows), len(metrics.Causes))
+	}
+	head := rows[0]
+	if want := 2 + len(metrics.Causes) + diagnose.SigDim + len(metrics.Catalog); len(head) != want {
+		t.Fatalf("%d columns, want %d: %v", len(head), want, head)
+	}
+	col := map[string]int{}
+	for i, h := range head {
+		col[h] = i
+	}
+	for i, c := range metrics.Causes {
+		row := rows[1+i]
+		if row[0] != c.ID || row[1] != c.ID {
+			t.Errorf("row %d: label %q, rules' cause %q, want %q for both (golden input)", i+1, row[0], row[1], c.ID)
+		}
+		score, err := strconv.ParseFloat(row[col["score_"+c.ID]], 64)
+		if err != nil || score <= 0 {
+			t.Errorf("row %d: score_%s = %q, want a positive number", i+1, c.ID, row[col["score_"+c.ID]])
+		}
+	}
+	queue := rows[1+slices.IndexFunc(metrics.Causes, func(c metrics.Cause) bool { return c.ID == metrics.CauseQueueBacklog })]
+	z, err := strconv.ParseFloat(queue[col["z_"+metrics.QueueDepth]], 64)
+	if err != nil || z < diagnose.AnomalyZ {
+		t.Errorf("queue backlog case: z_%s = %q, want beyond %v", metrics.QueueDepth, queue[col["z_"+metrics.QueueDepth]], diagnose.AnomalyZ)
+	}
+	if sig, err := strconv.ParseFloat(queue[col["sig_"+metrics.QueueDepth]], 64); err != nil || sig <= 0 || sig > 1 {
+		t.Errorf("queue backlog case: sig_%s = %q, want in (0, 1]", metrics.QueueDepth, queue[col["sig_"+metrics.QueueDepth]])
+	}
+
+	if err := evalCmd(context.Background(), []string{"--corpus", corpus, "--features", out, "--feedback"}, env, &stdout, &stderr); err == nil {
+		t.Error("--features with --feedback accepted")
+	}
+	if err := evalCmd(context.Background(), []string{"--corpus", corpus, "--features", filepath.Join(t.TempDir(), "absent", "f.csv")}, env, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "--features") {
+		t.Errorf("an uncreatable features path gave %v, want an error naming --features", err)
+	}
 }

@@ -29,9 +29,10 @@ func evalCmd(ctx context.Context, args []string, env func(string) string, stdout
 	noise := fs.Float64("noise", 0, "with --feedback: share of fed-back labels made wrong (0-1); the clean replay is printed beside it")
 	block := fs.Int("block", 100, "with --feedback: cases per block of the learning curve")
 	seed := fs.Int64("seed", 1, "with --feedback --noise: seed of the label noise")
+	features := fs.String("features", "", "also write one CSV row per case to this file: the label, the cause the rules named and every cause's rule score, the signature's features and every metric's z, to measure what the corpus can teach with any learner (not with --feedback)")
 	langFlag := fs.String("lang", "en", "language of the plain-text report's words: en or zh-CN (cause ids and --json stay as they are)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: casebook eval --corpus FILE.jsonl [--no-history] [--feedback [--noise 0.1] [--block 100]] [--json] [--lang en|zh-CN]\n\nflags:")
+		fmt.Fprintln(fs.Output(), "usage: casebook eval --corpus FILE.jsonl [--no-history] [--features FILE.csv | --feedback [--noise 0.1] [--block 100]] [--json] [--lang en|zh-CN]\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := parseFlags(fs, args, env, stderr); err != nil {
@@ -57,6 +58,20 @@ func evalCmd(ctx context.Context, args []string, env func(string) string, stdout
 	}
 	if !*feedback && (*noise != 0) {
 		return fmt.Errorf("%w: --noise needs --feedback", errUsage)
+	}
+	if *feedback && *features != "" {
+		return fmt.Errorf("%w: --features writes the rules' view of each case; it does not go with --feedback", errUsage)
+	}
+	var fw *featureWriter
+	if *features != "" {
+		out, err := os.Create(*features)
+		if err != nil {
+			return fmt.Errorf("eval: --features: %w", err)
+		}
+		defer out.Close()
+		if fw, err = newFeatureWriter(out); err != nil {
+			return fmt.Errorf("eval: --features %s: %w", *features, err)
+		}
 	}
 	e := diagnose.New(diagnose.Options{})
 	var ev diagnose.Evaluation
@@ -85,10 +100,18 @@ func evalCmd(ctx context.Context, args []string, env func(string) string, stdout
 		d := e.Diagnose(c.Snapshot)
 		ev.AddCase(c, d)
 		engines.add(c, d)
+		if fw != nil {
+			return fw.add(c, d)
+		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("eval: %w", err)
+	}
+	if fw != nil {
+		if err := fw.close(); err != nil {
+			return fmt.Errorf("eval: --features %s: %w", *features, err)
+		}
 	}
 	if *feedback {
 		return evalFeedback(stdout, all, skipped, *corpus, *noise, *block, *seed, *asJSON)
