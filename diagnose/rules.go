@@ -476,16 +476,12 @@ func scoreLongPrompt(r *reader) float64 {
 // unknown. Hits lost because the longer prompts filled the cache are the
 // prompts' own.
 func (r *reader) promptShareOfMisses() float64 {
-	p1, ok1 := r.in.Snapshot.Current.Get(m.MeanPromptTokens)
-	h1, ok2 := r.in.Snapshot.Current.Get(m.KVCacheHitRate)
-	p0, ok3 := r.mean(m.MeanPromptTokens)
-	h0, ok4 := r.mean(m.KVCacheHitRate)
-	if !ok1 || !ok2 || !ok3 || !ok4 || p0 <= 0 || p1 <= p0 || h1 >= h0 || h0 >= 0.98 {
+	p, u, ok := r.promptGrowth()
+	// Uncached tokens grew faster than the prompts only if hits fell.
+	if !ok || p <= 1 || u <= p {
 		return 1
 	}
-	lp := math.Log(p1 / p0)
-	lu := math.Log(p1 * math.Max(1-h1, 0.02) / (p0 * (1 - h0)))
-	share := clamp01(lp / lu)
+	share := clamp01(math.Log(p) / math.Log(u))
 	// Prompts long enough to fill the cache evict the prefixes
 	// themselves: the hits lost are theirs as far as they explain the
 	// cache's growth.
@@ -568,15 +564,25 @@ func (r *reader) cacheRefilling() float64 {
 // all served from the cache they stay flat (1). 0 unless prompts grew by
 // 10% and both hit rates are known.
 func (r *reader) cachedGrowth() float64 {
+	p, u, ok := r.promptGrowth()
+	if !ok || p < 1.1 {
+		return 0
+	}
+	return clamp01(1 - math.Log(math.Max(u, 1))/math.Log(p))
+}
+
+// promptGrowth is the growth over the baseline of the mean prompt, p, and
+// of its uncached tokens P(1-h), u (the hit rate's miss share floored at
+// 2%); ok only when both are known and the baseline hit rate is under 98%.
+func (r *reader) promptGrowth() (p, u float64, ok bool) {
 	p1, ok1 := r.in.Snapshot.Current.Get(m.MeanPromptTokens)
 	h1, ok2 := r.in.Snapshot.Current.Get(m.KVCacheHitRate)
 	p0, ok3 := r.mean(m.MeanPromptTokens)
 	h0, ok4 := r.mean(m.KVCacheHitRate)
-	if !ok1 || !ok2 || !ok3 || !ok4 || p0 <= 0 || p1 < 1.1*p0 || h0 >= 0.98 {
-		return 0
+	if !ok1 || !ok2 || !ok3 || !ok4 || p0 <= 0 || h0 >= 0.98 {
+		return 0, 0, false
 	}
-	uncached := p1 * math.Max(1-h1, 0.02) / (p0 * (1 - h0))
-	return clamp01(1 - math.Log(math.Max(uncached, 1))/math.Log(p1/p0))
+	return p1 / p0, p1 * math.Max(1-h1, 0.02) / (p0 * (1 - h0)), true
 }
 
 // gpuWorkFell is how clearly the GPU computes less than at the baseline:
@@ -746,17 +752,16 @@ func (r *reader) frontendSlow() float64 {
 	if !ok || ttft <= 0 {
 		return 0
 	}
-	calm := (1 - ramp(r.z(m.QueueTime), 1.5, 3)) * (1 - ramp(r.z(m.PrefillTime), 1.5, 3))
+	queueCalm, prefillCalm := 1-ramp(r.z(m.QueueTime), 1.5, 3), 1-ramp(r.z(m.PrefillTime), 1.5, 3)
 	g := deriveDeviation(r.in.Snapshot, frontendTime, 2, m.Up)
 	if g.ok {
-		return ramp(g.dev.Z, 3, 8) * ramp(g.value/ttft, 0.2, 0.5) * calm
+		return ramp(g.dev.Z, 3, 8) * ramp(g.value/ttft, 0.2, 0.5) * queueCalm * prefillCalm
 	}
 	// A scrape that lost the queue or prefill interval leaves TTFT's rise
 	// to be read against what stands in for the lost part: the queue's
 	// depth for its time, the prompts' length and prefix hits for the
 	// prefill's. A rise that none of them shows is the frontend's, read
 	// with less certainty than the subtraction gives.
-	queueCalm, prefillCalm := 1-ramp(r.z(m.QueueTime), 1.5, 3), 1-ramp(r.z(m.PrefillTime), 1.5, 3)
 	switch {
 	case r.has(m.QueueTime):
 	case r.has(m.QueueDepth):
