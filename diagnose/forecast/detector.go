@@ -144,6 +144,14 @@ type DetectorOptions struct {
 	// slow drift, that the band alone misses. Zero (the default) turns
 	// it off.
 	NoveltyAlone float64
+	// NoveltySustain, with NoveltyAlone, is how many spans (NoveltySpan
+	// at the series' sampling interval) of a novel episode's stretches
+	// must be beyond NoveltyAlone, in all, before it alerts: one odd
+	// point makes one span of novel stretches as they slide over it,
+	// new behaviour (a changed pattern, a drift, a flat line) keeps
+	// making them. An episode ends after a whole span of familiar
+	// stretches. Zero (the default) alerts on the first.
+	NoveltySustain float64
 	// NoveltySpan is the stretch of time whose shape the novelty test
 	// compares, in points at the series' sampling interval and never
 	// fewer than two (default 30 minutes).
@@ -353,8 +361,11 @@ type seriesState struct {
 	runNovelty float64 // the current run's largest novelty ratio, NaN when none judged
 	familiar   bool    // the current run was found familiar
 	novRun     bool    // stretches are beyond NoveltyAlone
-	novStart   bool    // ... and the latest point began that
+	novStart   bool    // ... and the latest point made the episode alert
 	novQuiet   int     // points since the last stretch beyond NoveltyAlone
+	novSeen    int     // stretches of the episode beyond NoveltyAlone
+	novRaised  bool    // the episode has alerted
+	novFrom    int64   // when the episode's first novel stretch began
 	novFiring  bool    // the open alert was raised by NoveltyAlone
 
 	// Local correction and calibration, fed while no alert is open.
@@ -640,7 +651,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 		}
 		if dir, ok := d.novelAlone(st, v-f); ok {
 			st.firing, st.inRun, st.novFiring, st.badRun = true, 0, true, 0
-			st.badStart, st.alertDir = sec-int64(st.nov.m-1)*st.interval, dir
+			st.badStart, st.alertDir = st.novFrom, dir
 			return mk(Firing, st.badStart, dir, "a shape unlike any earlier stretch of the series"), true
 		}
 		return Alert{}, false

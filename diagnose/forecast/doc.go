@@ -127,7 +127,13 @@
 // band, and a shape it never made does (Stats.Familiar counts the runs
 // held back). With NoveltyAlone as well, a stretch NoveltyAlone times
 // beyond the quantile alerts on its own, in band or out, once per novel
-// episode (a flat line where the series always moves). The squared
+// episode (a flat line where the series always moves). With
+// NoveltySustain N as well, an episode alerts only once N spans of its
+// stretches are that far from every stretch ending more than N spans
+// before them: one odd point makes one span of novel stretches as they
+// slide over it, while a changed pattern, a drift or a flat line keeps
+// making them, and judged against what came before it a lasting new
+// behaviour does not match itself. The squared
 // distances to every earlier stretch slide from one point to the next
 // (the newest point in, the oldest out, computed afresh every 1,024
 // points), so each point costs one pass over the kept points, about

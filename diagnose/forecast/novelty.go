@@ -35,16 +35,31 @@ func (d *Detector) feedNovelty(st *seriesState, v float64) {
 		}
 		span := int64(d.opts.NoveltySpan / time.Second)
 		st.nov = newNovelty(int((span+st.interval/2)/st.interval), noveltyMaxPoints, d.opts.NoveltyRank)
+		st.nov.older = d.noveltySustainPoints(st) - 1
 	}
 	r := st.nov.add(v)
 	st.novRatio = r
 	if d.opts.NoveltyAlone <= 0 {
 		return
 	}
+	if d.opts.NoveltySustain > 0 {
+		// A lasting episode is judged against what came before it.
+		r = st.nov.oldRatio
+	}
 	switch {
 	case r > d.opts.NoveltyAlone:
-		st.novStart = !st.novRun
-		st.novRun, st.novQuiet = true, 0
+		if !st.novRun {
+			st.novRun, st.novSeen, st.novRaised = true, 0, false
+			st.novFrom = st.last - int64(st.nov.m-1)*st.interval
+		}
+		st.novQuiet = 0
+		st.novSeen++
+		// One odd point makes a span's worth of novel stretches as
+		// they slide over it; NoveltySustain asks for more before the
+		// episode is new behaviour rather than a blip.
+		if !st.novRaised && st.novSeen >= d.noveltySustainPoints(st) {
+			st.novStart, st.novRaised = true, true
+		}
 	case st.novRun:
 		// A novel episode ends after a whole stretch of familiar ones.
 		st.novQuiet++
@@ -52,6 +67,12 @@ func (d *Detector) feedNovelty(st *seriesState, v float64) {
 			st.novRun = false
 		}
 	}
+}
+
+// noveltySustainPoints is how many stretches of a novel episode must be
+// beyond NoveltyAlone before it alerts: NoveltySustain spans, at least one.
+func (d *Detector) noveltySustainPoints(st *seriesState) int {
+	return max(1, int(math.Ceil(d.opts.NoveltySustain*float64(st.nov.m))))
 }
 
 // novelEnough reports whether the current run passes the shape test:
@@ -114,6 +135,13 @@ type novelty struct {
 	// ending at vals[m-1+j].
 	row     []float64
 	slidden int // points since row was computed afresh; noveltyRefresh forces it
+	// older is how many more points the second distance leaves out:
+	// the latest stretch's distance to its nearest stretch ending more
+	// than m+older points before it, over the same quantile, is
+	// oldRatio. A new behaviour that lasts matches itself after a span;
+	// against the stretches before it, it stays new.
+	older    int
+	oldRatio float64
 }
 
 // noveltyRefresh is how many points the distances slide from one to the
@@ -145,10 +173,11 @@ func (n *novelty) add(v float64) float64 {
 	if len(n.vals) < 2*n.m {
 		return math.NaN()
 	}
-	d := n.nearest()
+	d, old := n.nearest()
 	if math.IsNaN(d) {
 		d = math.Inf(1)
 	}
+	n.oldRatio = math.NaN()
 	// A stretch's distance enters the record once m points old, so the
 	// stretch being judged never sets its own threshold.
 	n.dists = append(n.dists, d)
@@ -172,19 +201,23 @@ func (n *novelty) add(v float64) float64 {
 	if q <= 0 {
 		q = math.SmallestNonzeroFloat64
 	}
+	n.oldRatio = old / q
 	return d / q
 }
 
 // nearest is the distance of the latest stretch to its nearest earlier
-// stretch that ends at least m points before it. The squared distances
-// to every candidate slide from the previous point's in one pass: the
-// stretch ending at t differs from the one ending at t-1 by its newest
-// point in and its oldest out, and so does each candidate.
-func (n *novelty) nearest() float64 {
+// stretch that ends at least m points before it, and to its nearest one
+// that ends at least m+older points before it (+Inf when there is none).
+// The squared distances to every candidate slide from the previous
+// point's in one pass: the stretch ending at t differs from the one
+// ending at t-1 by its newest point in and its oldest out, and so does
+// each candidate.
+func (n *novelty) nearest() (nearest, older float64) {
 	x, m := n.vals, n.m
 	t := len(x) - 1
-	cands := t - 2*m + 2 // stretches ending at m-1 .. t-m
-	best := math.Inf(1)
+	cands := t - 2*m + 2      // stretches ending at m-1 .. t-m
+	oldEnd := cands - n.older // row[:oldEnd] end m+older points back or more
+	best, bestOld := math.Inf(1), math.Inf(1)
 	if len(n.row) != cands-1 || n.slidden >= noveltyRefresh {
 		n.row = n.row[:0]
 		finite := true
@@ -192,6 +225,9 @@ func (n *novelty) nearest() float64 {
 			d := sqDist(x, t, s, m)
 			n.row = append(n.row, d)
 			best = min(best, d)
+			if len(n.row) <= oldEnd {
+				bestOld = min(bestOld, d)
+			}
 			finite = finite && d <= math.MaxFloat64
 		}
 		n.slidden = 0
@@ -210,12 +246,21 @@ func (n *novelty) nearest() float64 {
 			d := n.row[j-1] + in*in - out*out
 			n.row[j] = d
 			best = min(best, d)
+			if j < oldEnd {
+				bestOld = min(bestOld, d)
+			}
 		}
 		n.row[0] = sqDist(x, t, m-1, m)
 		best = min(best, n.row[0])
+		if oldEnd > 0 {
+			bestOld = min(bestOld, n.row[0])
+		}
 		n.slidden++
 	}
-	return math.Sqrt(max(best, 0))
+	if oldEnd <= 0 {
+		bestOld = math.NaN()
+	}
+	return math.Sqrt(max(best, 0)), math.Sqrt(max(bestOld, 0))
 }
 
 // sqDist is the squared distance between the stretches of m points

@@ -152,6 +152,7 @@ func TestNoveltySlidingMatchesDirect(t *testing.T) {
 	// series far from zero, where running sums lose digits first.
 	rng := rand.New(rand.NewPCG(8, 8))
 	n := newNovelty(5, 300, 0.9)
+	n.older = 7
 	v := 1e6
 	for i := range 3000 {
 		v += rng.NormFloat64()
@@ -164,13 +165,25 @@ func TestNoveltySlidingMatchesDirect(t *testing.T) {
 		}
 		x, m := n.vals, n.m
 		last := len(x) - 1
-		want := math.Inf(1)
+		want, wantOld := math.Inf(1), math.Inf(1)
 		for s := m - 1; s <= last-m; s++ {
-			want = math.Min(want, sqDist(x, last, s, m))
+			d := sqDist(x, last, s, m)
+			want = math.Min(want, d)
+			if s <= last-m-n.older {
+				wantOld = math.Min(wantOld, d)
+			}
 		}
-		want = math.Sqrt(want)
+		want, wantOld = math.Sqrt(want), math.Sqrt(wantOld)
 		if got := n.dists[len(n.dists)-1]; math.Abs(got-want) > 1e-6*math.Max(1, want) {
 			t.Fatalf("point %d: sliding distance %g, computed afresh %g", i, got, want)
+		}
+		// The distance to stretches ending older points further back.
+		if math.IsNaN(n.oldRatio) {
+			continue
+		}
+		q := n.sorted[min(len(n.sorted)-1, int(n.rank*float64(len(n.sorted))))]
+		if got := n.oldRatio * q; math.Abs(got-wantOld) > 1e-6*math.Max(1, wantOld) {
+			t.Fatalf("point %d: sliding distance to older stretches %g, computed afresh %g", i, got, wantOld)
 		}
 	}
 }
@@ -200,5 +213,49 @@ func TestNoveltySurvivesHugeValues(t *testing.T) {
 		if math.IsNaN(r) || math.IsInf(r, 0) {
 			t.Fatalf("ratio %d after the huge value left the record: %g, want finite", i, r)
 		}
+	}
+}
+
+func TestDetectorNoveltySustain(t *testing.T) {
+	// The oscillation of TestDetectorNoveltyAlone makes one point odd on
+	// day 8 (its crest at the trough, still in band) and stops moving
+	// for three hours on day 9. The odd point makes one span of novel
+	// stretches; the flat line keeps making them. With NoveltySustain 3
+	// only the flat line alerts.
+	const perDay = 288
+	n := 10 * perDay
+	s := gen(n, 5*time.Minute, 0.5, 11, func(t time.Time) float64 {
+		return 50 + 10*math.Sin(2*math.Pi*float64(t.Unix()%7200)/7200)
+	})
+	odd := 8*perDay + 6 // a quarter period in: the crest
+	s[odd].V = 40
+	flat := 9 * perDay
+	for i := flat; i < flat+36; i++ {
+		s[i].V = 50 + 0.5*math.Sin(float64(i))
+	}
+	shapes := func(sustain float64) (atOdd, atFlat int) {
+		opts := DetectorOptions{For: 3 * time.Minute, NoveltyRank: 0.98, NoveltyAlone: 2, NoveltySustain: sustain}
+		for _, a := range feed(NewDetector(opts), "value", s) {
+			if a.State != Firing || !strings.Contains(a.Message, "shape") {
+				continue
+			}
+			switch {
+			case !a.At.Before(s[odd].T) && a.At.Before(s[odd+12].T):
+				atOdd++
+			case !a.At.Before(s[flat].T) && a.At.Before(s[flat+36].T):
+				atFlat++
+			}
+		}
+		return atOdd, atFlat
+	}
+	if atOdd, _ := shapes(0); atOdd != 1 {
+		t.Fatalf("%d shape alerts at the odd point without NoveltySustain, want 1: the test needs a point the shape test alone flags", atOdd)
+	}
+	atOdd, atFlat := shapes(3)
+	if atOdd != 0 {
+		t.Errorf("%d shape alerts at the odd point with NoveltySustain 3, want 0", atOdd)
+	}
+	if atFlat != 1 {
+		t.Errorf("%d shape alerts during the flat stretch with NoveltySustain 3, want 1", atFlat)
 	}
 }
