@@ -144,7 +144,7 @@ func TestDetectCmd(t *testing.T) {
 }
 
 func TestBacktestCmdFlags(t *testing.T) {
-	for _, args := range [][]string{{"--weeks", "0"}, {"--weeks", "x"}, {"--consecutive", "0"}, {"--anomalies-per-day", "0"}, {"--novelty-rank", "1"}} {
+	for _, args := range [][]string{{"--weeks", "0"}, {"--weeks", "x"}, {"--consecutive", "0"}, {"--anomalies-per-day", "0"}, {"--novelty-rank", "1"}, {"--novelty-alone", "-1"}, {"--novelty-sustain", "NaN"}} {
 		err := backtestCmd(context.Background(), args, func(string) string { return "" }, &bytes.Buffer{}, &bytes.Buffer{})
 		if !errors.Is(err, errUsage) {
 			t.Errorf("backtest %v: err = %v, want a usage error", args, err)
