@@ -69,6 +69,9 @@ type serveConfig struct {
 	DetectConsecutive int
 	DetectCorroborate time.Duration
 	DetectNovelty     float64 // the detector's shape test (forecast.DetectorOptions.NoveltyRank), 0 off
+	DetectFalsePerDay float64 // the detector's false-alert budget (forecast.DetectorOptions.FalsePerDay), 0 off
+	DetectNovelAlone  float64 // forecast.DetectorOptions.NoveltyAlone, 0 off
+	DetectNovelSpans  float64 // forecast.DetectorOptions.NoveltySustain
 	AlertmanagerURL   string
 
 	ChangeWebhookURL    string
@@ -109,6 +112,9 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	fs.DurationVar(&c.DetectInterval, "detect-interval", time.Minute, "how often the detector evaluates the latest minute of every metric")
 	fs.IntVar(&c.DetectConsecutive, "detect-consecutive", 3, "points in a row outside the forecast band that raise an alert")
 	fs.DurationVar(&c.DetectCorroborate, "detect-corroborate", 10*time.Minute, "alerts of one dimension open an incident only when a metric of another dimension of the scope alerts too or they last this long (0: every alert opens one)")
+	fs.Float64Var(&c.DetectFalsePerDay, "detect-false-per-day", 0, "false-alert budget per series and day: a run alerts only when the series made runs as deep at most this often a day in its own record, as detect --false-per-day (0: off)")
+	fs.Float64Var(&c.DetectNovelAlone, "detect-novelty-alone", 0, "with --detect-novelty-rank: also alert when a stretch is this many times farther from its nearest earlier stretch than that quantile, as detect --novelty-alone (0: off)")
+	fs.Float64Var(&c.DetectNovelSpans, "detect-novelty-sustain", 0, "with --detect-novelty-alone: spans of novel stretches an episode needs before it alerts, as detect --novelty-sustain (0: at the first)")
 	fs.Float64Var(&c.DetectNovelty, "detect-novelty-rank", 0, "shape test: an alert needs a stretch of 30 minutes unlike the series' earlier ones, farther from its nearest earlier stretch than this share of past stretches were from theirs, 0.5-0.999 (0: off; per series about 350 KB held, 600 KB resident, and 25 us a point)")
 	fs.StringVar(&c.AlertmanagerURL, "alertmanager-url", "", "forward the detector's alerts to this Alertmanager (http://host:9093)")
 	fs.StringVar(&c.ChangeWebhookURL, "change-webhook-url", "", "post change requests (signed JSON) to this URL, e.g. a CMDB or ticketing system")
@@ -176,6 +182,21 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	}
 	if c.DetectNovelty != 0 && (c.DetectNovelty < 0.5 || c.DetectNovelty > 0.999) {
 		return c, fmt.Errorf("%w: --detect-novelty-rank must be 0 (off) or 0.5 to 0.999, got %g", errUsage, c.DetectNovelty)
+	}
+	if !(c.DetectFalsePerDay >= 0 && c.DetectFalsePerDay <= 1e6) {
+		return c, fmt.Errorf("%w: --detect-false-per-day must be 0 (off) to 1e6, got %g", errUsage, c.DetectFalsePerDay)
+	}
+	if !(c.DetectNovelAlone >= 0 && c.DetectNovelAlone <= 1e6) {
+		return c, fmt.Errorf("%w: --detect-novelty-alone must be 0 (off) to 1e6, got %g", errUsage, c.DetectNovelAlone)
+	}
+	if !(c.DetectNovelSpans >= 0 && c.DetectNovelSpans <= 1000) {
+		return c, fmt.Errorf("%w: --detect-novelty-sustain must be 0 to 1000 spans, got %g", errUsage, c.DetectNovelSpans)
+	}
+	if c.DetectNovelAlone > 0 && c.DetectNovelty == 0 {
+		return c, fmt.Errorf("%w: --detect-novelty-alone needs --detect-novelty-rank", errUsage)
+	}
+	if c.DetectNovelSpans > 0 && c.DetectNovelAlone == 0 {
+		return c, fmt.Errorf("%w: --detect-novelty-sustain needs --detect-novelty-alone", errUsage)
 	}
 	if c.AlertmanagerURL != "" {
 		if _, err := watch.NewAlertmanager(watch.AlertmanagerOptions{URL: c.AlertmanagerURL}); err != nil {
@@ -502,7 +523,8 @@ func newWatcher(cfg serveConfig, tel *telemetry.Telemetry, svc *incident.Service
 		// Refitting every 6 h instead of every hour keeps the start-up
 		// replay of a week of history to 28 fits per series; the
 		// detector's local correction follows the hours in between.
-		Detector: forecast.DetectorOptions{Refit: 6 * time.Hour, NoveltyRank: cfg.DetectNovelty},
+		Detector: forecast.DetectorOptions{Refit: 6 * time.Hour, FalsePerDay: cfg.DetectFalsePerDay,
+			NoveltyRank: cfg.DetectNovelty, NoveltyAlone: cfg.DetectNovelAlone, NoveltySustain: cfg.DetectNovelSpans},
 	}
 	if cfg.AlertmanagerURL != "" {
 		am, err := watch.NewAlertmanager(watch.AlertmanagerOptions{URL: cfg.AlertmanagerURL, InstanceLabel: cfg.InstanceLabel, Logger: log})

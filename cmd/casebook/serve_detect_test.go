@@ -28,6 +28,11 @@ func TestParseServeDetectorFlags(t *testing.T) {
 		{[]string{"--detect-novelty-rank=0.95"}, true, "auto", time.Minute, 3},
 		{[]string{"--detect-novelty-rank=1"}, false, "", 0, 0},
 		{[]string{"--detect-novelty-rank=0.1"}, false, "", 0, 0},
+		{[]string{"--detect-novelty-rank=0.95", "--detect-false-per-day=0.2", "--detect-novelty-alone=2", "--detect-novelty-sustain=3"}, true, "auto", time.Minute, 3},
+		{[]string{"--detect-false-per-day=-1"}, false, "", 0, 0},
+		{[]string{"--detect-novelty-alone=2"}, false, "", 0, 0},
+		{[]string{"--detect-novelty-rank=0.95", "--detect-novelty-sustain=3"}, false, "", 0, 0},
+		{[]string{"--detect-novelty-rank=0.95", "--detect-novelty-alone=NaN"}, false, "", 0, 0},
 	}
 	for _, tc := range tests {
 		c, err := parseServe(tc.args, noEnv, io.Discard)
@@ -47,6 +52,11 @@ func TestParseServeDetectorFlags(t *testing.T) {
 		}
 		if c.DetectNovelty != wantNovelty {
 			t.Errorf("parseServe(%q) novelty rank %g, want %g", tc.args, c.DetectNovelty, wantNovelty)
+		}
+		if slices.Contains(tc.args, "--detect-novelty-sustain=3") &&
+			(c.DetectFalsePerDay != 0.2 || c.DetectNovelAlone != 2 || c.DetectNovelSpans != 3) {
+			t.Errorf("parseServe(%q) = false per day %g, novelty alone %g, sustain %g; want 0.2, 2, 3",
+				tc.args, c.DetectFalsePerDay, c.DetectNovelAlone, c.DetectNovelSpans)
 		}
 		if c.Detect != tc.detect || c.DetectInterval != tc.interval || c.DetectConsecutive != tc.consec {
 			t.Errorf("parseServe(%q) = detect %q interval %s consecutive %d, want %q %s %d",
