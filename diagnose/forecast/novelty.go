@@ -207,7 +207,7 @@ func (n *novelty) add(v float64) float64 {
 
 // nearest is the distance of the latest stretch to its nearest earlier
 // stretch that ends at least m points before it, and to its nearest one
-// that ends at least m+older points before it (+Inf when there is none).
+// that ends at least m+older points before it (NaN when there is none).
 // The squared distances to every candidate slide from the previous
 // point's in one pass: the stretch ending at t differs from the one
 // ending at t-1 by its newest point in and its oldest out, and so does
