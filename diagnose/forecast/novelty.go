@@ -240,27 +240,43 @@ func (n *novelty) nearest() (nearest, older float64) {
 	} else {
 		n.row = append(n.row, 0)
 		xt, xo := x[t], x[t-m]
-		for j := cands - 1; j >= 1; j-- {
-			s := m - 1 + j
-			in, out := xt-x[s], xo-x[s-m]
-			d := n.row[j-1] + in*in - out*out
-			n.row[j] = d
-			best = min(best, d)
-			if j < oldEnd {
-				bestOld = min(bestOld, d)
-			}
+		// Candidates from oldEnd on end too recently for the second
+		// distance; the older ones count for both, as best takes
+		// bestOld in below.
+		split := max(min(oldEnd, cands), 1)
+		for j := cands - 1; j >= split; j-- {
+			best = min(best, n.slide(j, xt, xo))
+		}
+		for j := split - 1; j >= 1; j-- {
+			bestOld = min(bestOld, n.slide(j, xt, xo))
 		}
 		n.row[0] = sqDist(x, t, m-1, m)
-		best = min(best, n.row[0])
 		if oldEnd > 0 {
 			bestOld = min(bestOld, n.row[0])
+		} else {
+			best = min(best, n.row[0])
 		}
 		n.slidden++
 	}
+	best = min(best, bestOld)
 	if oldEnd <= 0 {
 		bestOld = math.NaN()
 	}
 	return math.Sqrt(max(best, 0)), math.Sqrt(max(bestOld, 0))
+}
+
+// slide moves row[j], the squared distance to the candidate ending at
+// vals[m-1+j], on by one point: the latest stretch took xt in and let
+// xo out, and the candidate, a point later, is what row[j-1] was.
+// Rows go from the highest j down, so row[j-1] is still the previous
+// point's.
+func (n *novelty) slide(j int, xt, xo float64) float64 {
+	x, m := n.vals, n.m
+	s := m - 1 + j
+	in, out := xt-x[s], xo-x[s-m]
+	d := n.row[j-1] + in*in - out*out
+	n.row[j] = d
+	return d
 }
 
 // sqDist is the squared distance between the stretches of m points
