@@ -60,14 +60,8 @@ func backtestCmd(ctx context.Context, args []string, env func(string) string, st
 	if *falsePerDay < 0 || *falsePerDay > 1e6 {
 		return fmt.Errorf("%w: --false-per-day must be 0 (off) to 1e6, got %g", errUsage, *falsePerDay)
 	}
-	if *noveltyRank != 0 && (*noveltyRank < 0.5 || *noveltyRank > 0.999) {
-		return fmt.Errorf("%w: --novelty-rank must be 0 (off) or 0.5 to 0.999, got %g", errUsage, *noveltyRank)
-	}
-	if !(*noveltyAlone >= 0 && *noveltyAlone <= 1e6) {
-		return fmt.Errorf("%w: --novelty-alone must be 0 (off) to 1e6, got %g", errUsage, *noveltyAlone)
-	}
-	if !(*noveltySustain >= 0 && *noveltySustain <= 1000) {
-		return fmt.Errorf("%w: --novelty-sustain must be 0 to 1000 spans, got %g", errUsage, *noveltySustain)
+	if err := checkNoveltyFlags("--", *noveltyRank, *noveltyAlone, *noveltySustain); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err

@@ -75,17 +75,11 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	if *burstyPerDay < 0 || *burstyPerDay > 1e6 {
 		return fmt.Errorf("%w: --bursty-per-day must be 0 (off) to 1e6, got %g", errUsage, *burstyPerDay)
 	}
-	if *noveltyRank != 0 && (*noveltyRank < 0.5 || *noveltyRank > 0.999) {
-		return fmt.Errorf("%w: --novelty-rank must be 0 (off) or 0.5 to 0.999, got %g", errUsage, *noveltyRank)
-	}
-	if !(*noveltyAlone >= 0 && *noveltyAlone <= 1e6) {
-		return fmt.Errorf("%w: --novelty-alone must be 0 (off) to 1e6, got %g", errUsage, *noveltyAlone)
+	if err := checkNoveltyFlags("--", *noveltyRank, *noveltyAlone, *noveltySustain); err != nil {
+		return err
 	}
 	if *noveltySpan <= 0 || *noveltySpan > 7*24*time.Hour {
 		return fmt.Errorf("%w: --novelty-span must be more than 0 and at most 168h, got %s", errUsage, *noveltySpan)
-	}
-	if !(*noveltySustain >= 0 && *noveltySustain <= 1000) {
-		return fmt.Errorf("%w: --novelty-sustain must be 0 to 1000 spans, got %g", errUsage, *noveltySustain)
 	}
 	if *noveltySustain > 0 && *noveltyAlone == 0 {
 		return fmt.Errorf("%w: --novelty-sustain needs --novelty-alone", errUsage)
@@ -217,4 +211,19 @@ func readWindowsFile(path, series string) ([]forecast.Window, error) {
 		return nil, fmt.Errorf("detect: %s: %w", path, err)
 	}
 	return w, nil
+}
+
+// checkNoveltyFlags checks the ranges of the shape test's flags, named
+// prefix+"novelty-rank" and so on, for detect, backtest and serve.
+func checkNoveltyFlags(prefix string, rank, alone, sustain float64) error {
+	if rank != 0 && !(rank >= 0.5 && rank <= 0.999) {
+		return fmt.Errorf("%w: %snovelty-rank must be 0 (off) or 0.5 to 0.999, got %g", errUsage, prefix, rank)
+	}
+	if !(alone >= 0 && alone <= 1e6) {
+		return fmt.Errorf("%w: %snovelty-alone must be 0 (off) to 1e6, got %g", errUsage, prefix, alone)
+	}
+	if !(sustain >= 0 && sustain <= 1000) {
+		return fmt.Errorf("%w: %snovelty-sustain must be 0 to 1000 spans, got %g", errUsage, prefix, sustain)
+	}
+	return nil
 }

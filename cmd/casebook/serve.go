@@ -180,17 +180,11 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	if c.DetectCorroborate < 0 || c.DetectCorroborate > 24*time.Hour {
 		return c, fmt.Errorf("%w: --detect-corroborate must be 0..24h, got %s", errUsage, c.DetectCorroborate)
 	}
-	if c.DetectNovelty != 0 && (c.DetectNovelty < 0.5 || c.DetectNovelty > 0.999) {
-		return c, fmt.Errorf("%w: --detect-novelty-rank must be 0 (off) or 0.5 to 0.999, got %g", errUsage, c.DetectNovelty)
+	if err := checkNoveltyFlags("--detect-", c.DetectNovelty, c.DetectNovelAlone, c.DetectNovelSpans); err != nil {
+		return c, err
 	}
 	if !(c.DetectFalsePerDay >= 0 && c.DetectFalsePerDay <= 1e6) {
 		return c, fmt.Errorf("%w: --detect-false-per-day must be 0 (off) to 1e6, got %g", errUsage, c.DetectFalsePerDay)
-	}
-	if !(c.DetectNovelAlone >= 0 && c.DetectNovelAlone <= 1e6) {
-		return c, fmt.Errorf("%w: --detect-novelty-alone must be 0 (off) to 1e6, got %g", errUsage, c.DetectNovelAlone)
-	}
-	if !(c.DetectNovelSpans >= 0 && c.DetectNovelSpans <= 1000) {
-		return c, fmt.Errorf("%w: --detect-novelty-sustain must be 0 to 1000 spans, got %g", errUsage, c.DetectNovelSpans)
 	}
 	if c.DetectNovelAlone > 0 && c.DetectNovelty == 0 {
 		return c, fmt.Errorf("%w: --detect-novelty-alone needs --detect-novelty-rank", errUsage)
