@@ -30,11 +30,12 @@ func backtestCmd(ctx context.Context, args []string, env func(string) string, st
 	falsePerDay := fs.Float64("false-per-day", 0, "the dynamic detector's false-alert budget per series and day, as detect --false-per-day (0: off)")
 	noveltyRank := fs.Float64("novelty-rank", 0, "the dynamic detector's shape test, as detect --novelty-rank (0: off)")
 	noveltyAlone := fs.Float64("novelty-alone", 0, "with --novelty-rank, as detect --novelty-alone (0: off)")
+	alertShifts := fs.Bool("alert-shifts", false, "as detect --alert-shifts")
 	noveltySustain := fs.Float64("novelty-sustain", 0, "with --novelty-alone, as detect --novelty-sustain (0: at the first)")
 	sustain := fs.Duration("corroborate", 10*time.Minute, "with --cluster, an incident opens only when metrics of two dimensions of the scope alert or one alert lasts this long, for both detectors, as serve --detect-corroborate does (0: every alert opens one)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: casebook backtest [--weeks N] [--seed S] [--per-metric] [--anomalies-per-day R] [--false-per-day R] [--novelty-rank Q [--novelty-alone C [--novelty-sustain N]]]\n"+
-			"       casebook backtest --cluster [--weeks N] [--seed S] [--faults-per-day F] [--false-per-day R] [--novelty-rank Q [--novelty-alone C [--novelty-sustain N]]]\n\n"+
+		fmt.Fprintln(fs.Output(), "usage: casebook backtest [--weeks N] [--seed S] [--per-metric] [--anomalies-per-day R] [--false-per-day R] [--novelty-rank Q [--novelty-alone C [--novelty-sustain N]]] [--alert-shifts]\n"+
+			"       casebook backtest --cluster [--weeks N] [--seed S] [--faults-per-day F] [--false-per-day R] [--novelty-rank Q [--novelty-alone C [--novelty-sustain N]]] [--alert-shifts]\n\n"+
 			"Compares the dynamic-threshold detector with fixed thresholds oracle-tuned to the same recall.\n"+
 			"By default per metric on synthetic series; --cluster per incident on the simulated cluster.")
 		fs.PrintDefaults()
@@ -67,7 +68,7 @@ func backtestCmd(ctx context.Context, args []string, env func(string) string, st
 		return err
 	}
 	dopts := forecast.DetectorOptions{Consecutive: *consecutive, FalsePerDay: *falsePerDay,
-		NoveltyRank: *noveltyRank, NoveltyAlone: *noveltyAlone, NoveltySustain: *noveltySustain}
+		NoveltyRank: *noveltyRank, NoveltyAlone: *noveltyAlone, NoveltySustain: *noveltySustain, ShiftAlerts: *alertShifts}
 	if *cluster {
 		return backtestCluster(*weeks, *seed, dopts, *faults, *sustain, stdout)
 	}

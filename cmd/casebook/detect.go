@@ -39,6 +39,7 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 	noveltyRank := fs.Float64("novelty-rank", 0, "shape test: a run alerts only when some stretch of --novelty-span ending in it is farther from its nearest earlier stretch than this share of the series' past stretches were from theirs, 0.5-0.999 (default 0: off)")
 	noveltyAlone := fs.Float64("novelty-alone", 0, "with --novelty-rank: also alert, in band or out, when a stretch is this many times farther from its nearest earlier stretch than that quantile (default 0: off)")
 	noveltySpan := fs.Duration("novelty-span", 30*time.Minute, "with --novelty-rank: the stretch of time whose shape is compared, never fewer than two points")
+	alertShifts := fs.Bool("alert-shifts", false, "also alert when a lasting level shift in a bad direction that no alert covered is absorbed (after 4 hours beyond the band): the budget, routine and shape tests judge bursts, a new level is news whatever the bursts did")
 	noveltySustain := fs.Float64("novelty-sustain", 0, "with --novelty-alone: how many spans (--novelty-span) of a novel episode's stretches must be beyond --novelty-alone, in all, before it alerts; a lone odd point makes one span of them, a changed pattern keeps making them (default 0: at the first)")
 	events := fs.Bool("events", false, "also print when an alert ends and when a level shift is absorbed")
 	if err := parseFlags(fs, args, env, stderr); err != nil {
@@ -85,7 +86,7 @@ func detectCmd(ctx context.Context, args []string, env func(string) string, stdo
 		return fmt.Errorf("%w: --novelty-sustain needs --novelty-alone", errUsage)
 	}
 	opts := forecast.DetectorOptions{Consecutive: *consecutive, FalsePerDay: *falsePerDay, MaxProb: *maxProb, BurstyPerDay: *burstyPerDay,
-		NoveltyRank: *noveltyRank, NoveltyAlone: *noveltyAlone, NoveltySpan: *noveltySpan, NoveltySustain: *noveltySustain}
+		NoveltyRank: *noveltyRank, NoveltyAlone: *noveltyAlone, NoveltySpan: *noveltySpan, NoveltySustain: *noveltySustain, ShiftAlerts: *alertShifts}
 	if *consecutive == 0 {
 		opts.For, opts.SingleZ, opts.ClearFor = *forDur, *singleZ, *clearFor
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,10 +145,47 @@ func TestDetectCmd(t *testing.T) {
 }
 
 func TestBacktestCmdFlags(t *testing.T) {
-	for _, args := range [][]string{{"--weeks", "0"}, {"--weeks", "x"}, {"--consecutive", "0"}, {"--anomalies-per-day", "0"}, {"--novelty-rank", "1"}, {"--novelty-alone", "-1"}, {"--novelty-sustain", "NaN"}} {
+	for _, args := range [][]string{{"--weeks", "0"}, {"--weeks", "x"}, {"--consecutive", "0"}, {"--anomalies-per-day", "0"}, {"--novelty-rank", "1"}, {"--novelty-alone", "-1"}, {"--novelty-sustain", "NaN"}, {"--alert-shifts=maybe"}} {
 		err := backtestCmd(context.Background(), args, func(string) string { return "" }, &bytes.Buffer{}, &bytes.Buffer{})
 		if !errors.Is(err, errUsage) {
 			t.Errorf("backtest %v: err = %v, want a usage error", args, err)
+		}
+	}
+}
+
+func TestDetectAlertShifts(t *testing.T) {
+	// Six days of a flat series with normal noise, then its level moves
+	// up by 20 standard deviations for the last 8 hours. --max-prob below any probability the record
+	// can give holds every run back, so the step is only absorbed as a
+	// level shift; with --alert-shifts, that raises one alert from the
+	// step's first point, with the shift in its message.
+	start := time.Date(2026, 1, 5, 0, 0, 0, 0, time.UTC)
+	const n = 6 * 288
+	stepI := n - 96
+	stepAt := start.Add(time.Duration(stepI) * 5 * time.Minute)
+	in := filepath.Join(t.TempDir(), "s.csv")
+	rng := rand.New(rand.NewPCG(3, 1))
+	writeFiveMinuteCSV(t, in, start, n, func(i int, _ time.Time) float64 {
+		v := 100 + rng.NormFloat64()
+		if i >= stepI {
+			v += 20
+		}
+		return v
+	})
+	for _, tc := range []struct {
+		extra []string
+		want  int
+	}{{nil, 0}, {[]string{"--alert-shifts"}, 1}} {
+		var out, errOut bytes.Buffer
+		args := append([]string{"--csv", in, "--metric", "tpot_ms", "--max-prob", "1e-9"}, tc.extra...)
+		if err := detectCmd(context.Background(), args, func(string) string { return "" }, &out, &errOut); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(out.String(), " firing "); got != tc.want {
+			t.Errorf("detect %v: %d alerts, want %d:\n%s", args, got, tc.want, out.String())
+		}
+		if tc.want == 1 && (!strings.Contains(out.String(), "since="+stepAt.Format(time.RFC3339)) || !strings.Contains(out.String(), "level shift since")) {
+			t.Errorf("detect %v: %s; want the alert since %s, naming the level shift", args, out.String(), stepAt.Format(time.RFC3339))
 		}
 	}
 }

@@ -72,6 +72,7 @@ type serveConfig struct {
 	DetectFalsePerDay float64 // the detector's false-alert budget (forecast.DetectorOptions.FalsePerDay), 0 off
 	DetectNovelAlone  float64 // forecast.DetectorOptions.NoveltyAlone, 0 off
 	DetectNovelSpans  float64 // forecast.DetectorOptions.NoveltySustain
+	DetectShifts      bool    // forecast.DetectorOptions.ShiftAlerts
 	AlertmanagerURL   string
 
 	ChangeWebhookURL    string
@@ -114,6 +115,7 @@ func parseServe(args []string, env func(string) string, stderr io.Writer) (serve
 	fs.DurationVar(&c.DetectCorroborate, "detect-corroborate", 10*time.Minute, "alerts of one dimension open an incident only when a metric of another dimension of the scope alerts too or they last this long (0: every alert opens one)")
 	fs.Float64Var(&c.DetectFalsePerDay, "detect-false-per-day", 0, "false-alert budget per series and day: a run alerts only when the series made runs as deep at most this often a day in its own record, as detect --false-per-day (0: off)")
 	fs.Float64Var(&c.DetectNovelAlone, "detect-novelty-alone", 0, "with --detect-novelty-rank: also alert when a stretch is this many times farther from its nearest earlier stretch than that quantile, as detect --novelty-alone (0: off)")
+	fs.BoolVar(&c.DetectShifts, "detect-alert-shifts", false, "also alert on a lasting level shift in a bad direction that no alert covered, as detect --alert-shifts")
 	fs.Float64Var(&c.DetectNovelSpans, "detect-novelty-sustain", 0, "with --detect-novelty-alone: spans of novel stretches an episode needs before it alerts, as detect --novelty-sustain (0: at the first)")
 	fs.Float64Var(&c.DetectNovelty, "detect-novelty-rank", 0, "shape test: an alert needs a stretch of 30 minutes unlike the series' earlier ones, farther from its nearest earlier stretch than this share of past stretches were from theirs, 0.5-0.999 (0: off; per series about 350 KB held, 600 KB resident, and 25 us a point)")
 	fs.StringVar(&c.AlertmanagerURL, "alertmanager-url", "", "forward the detector's alerts to this Alertmanager (http://host:9093)")
@@ -518,7 +520,7 @@ func newWatcher(cfg serveConfig, tel *telemetry.Telemetry, svc *incident.Service
 		// replay of a week of history to 28 fits per series; the
 		// detector's local correction follows the hours in between.
 		Detector: forecast.DetectorOptions{Refit: 6 * time.Hour, FalsePerDay: cfg.DetectFalsePerDay,
-			NoveltyRank: cfg.DetectNovelty, NoveltyAlone: cfg.DetectNovelAlone, NoveltySustain: cfg.DetectNovelSpans},
+			NoveltyRank: cfg.DetectNovelty, NoveltyAlone: cfg.DetectNovelAlone, NoveltySustain: cfg.DetectNovelSpans, ShiftAlerts: cfg.DetectShifts},
 	}
 	if cfg.AlertmanagerURL != "" {
 		am, err := watch.NewAlertmanager(watch.AlertmanagerOptions{URL: cfg.AlertmanagerURL, InstanceLabel: cfg.InstanceLabel, Logger: log})

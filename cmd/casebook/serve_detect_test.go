@@ -29,6 +29,8 @@ func TestParseServeDetectorFlags(t *testing.T) {
 		{[]string{"--detect-novelty-rank=1"}, false, "", 0, 0},
 		{[]string{"--detect-novelty-rank=0.1"}, false, "", 0, 0},
 		{[]string{"--detect-novelty-rank=0.95", "--detect-false-per-day=0.2", "--detect-novelty-alone=2", "--detect-novelty-sustain=3"}, true, "auto", time.Minute, 3},
+		{[]string{"--detect-alert-shifts"}, true, "auto", time.Minute, 3},
+		{[]string{"--detect-alert-shifts=maybe"}, false, "", 0, 0},
 		{[]string{"--detect-false-per-day=-1"}, false, "", 0, 0},
 		{[]string{"--detect-novelty-alone=2"}, false, "", 0, 0},
 		{[]string{"--detect-novelty-rank=0.95", "--detect-novelty-sustain=3"}, false, "", 0, 0},
@@ -57,6 +59,9 @@ func TestParseServeDetectorFlags(t *testing.T) {
 			(c.DetectFalsePerDay != 0.2 || c.DetectNovelAlone != 2 || c.DetectNovelSpans != 3) {
 			t.Errorf("parseServe(%q) = false per day %g, novelty alone %g, sustain %g; want 0.2, 2, 3",
 				tc.args, c.DetectFalsePerDay, c.DetectNovelAlone, c.DetectNovelSpans)
+		}
+		if want := slices.Contains(tc.args, "--detect-alert-shifts"); c.DetectShifts != want {
+			t.Errorf("parseServe(%q) alert shifts %v, want %v", tc.args, c.DetectShifts, want)
 		}
 		if c.Detect != tc.detect || c.DetectInterval != tc.interval || c.DetectConsecutive != tc.consec {
 			t.Errorf("parseServe(%q) = detect %q interval %s consecutive %d, want %q %s %d",

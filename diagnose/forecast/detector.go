@@ -79,6 +79,13 @@ type DetectorOptions struct {
 	// data), so an hourly series adopts a lasting new level after hours
 	// rather than ten days, and never before a run could alert.
 	ShiftFor time.Duration
+	// ShiftAlerts raises an alert when a level shift in a bad direction
+	// that no alert covered is absorbed. FalsePerDay, RoutinePerDay and
+	// NoveltyRank judge a run by the series' past bursts, which can hold
+	// a transient as deep; a level held for ShiftFor is a change of
+	// regime whatever the bursts did (default off: the shift is only
+	// reported, as Shifted).
+	ShiftAlerts bool
 	// LocalWindow is how many recent points, taken while no alert is
 	// open, give the local correction: the median of their forecast
 	// errors is added to the forecast, so a series that runs a little
@@ -243,8 +250,9 @@ const (
 	// or its departure turned out to be a persistent level shift (the
 	// message says which).
 	Resolved State = "resolved"
-	// Shifted: a persistent level shift in the good direction was absorbed
-	// by a refit; informational.
+	// Shifted: a persistent level shift that no alert covered was
+	// absorbed by a refit (in the good direction, or any direction
+	// without ShiftAlerts); informational.
 	Shifted State = "shifted"
 )
 
@@ -356,17 +364,18 @@ type seriesState struct {
 	probable   bool      // the current run was found probable
 
 	// The shape test (NoveltyRank), fed every point.
-	nov        *novelty
-	novRatio   float64 // the latest stretch's novelty ratio, NaN when not judged
-	runNovelty float64 // the current run's largest novelty ratio, NaN when none judged
-	familiar   bool    // the current run was found familiar
-	novRun     bool    // stretches are beyond NoveltyAlone
-	novStart   bool    // ... and the latest point made the episode alert
-	novQuiet   int     // points since the last stretch beyond NoveltyAlone
-	novSeen    int     // stretches of the episode beyond NoveltyAlone
-	novRaised  bool    // the episode has alerted
-	novFrom    int64   // when the episode's first novel stretch began
-	novFiring  bool    // the open alert was raised by NoveltyAlone
+	nov         *novelty
+	novRatio    float64 // the latest stretch's novelty ratio, NaN when not judged
+	runNovelty  float64 // the current run's largest novelty ratio, NaN when none judged
+	familiar    bool    // the current run was found familiar
+	novRun      bool    // stretches are beyond NoveltyAlone
+	novStart    bool    // ... and the latest point made the episode alert
+	novQuiet    int     // points since the last stretch beyond NoveltyAlone
+	novSeen     int     // stretches of the episode beyond NoveltyAlone
+	novRaised   bool    // the episode has alerted
+	novFrom     int64   // when the episode's first novel stretch began
+	novFiring   bool    // the open alert was raised by NoveltyAlone
+	shiftFiring bool    // the open alert was raised by an absorbed level shift (ShiftAlerts)
 
 	// Local correction and calibration, fed while no alert is open.
 	local    ring // recent points
@@ -529,7 +538,10 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	}
 	st.last, st.hasLast = sec, true
 	st.stats.Points++
-	defer func() { st.append(point{t: sec, v: v, anom: st.firing}, d.opts.History, d.opts.MaxPoints) }()
+	// The points of an open shift alert are the new level, not an anomaly.
+	defer func() {
+		st.append(point{t: sec, v: v, anom: st.firing && !st.shiftFiring}, d.opts.History, d.opts.MaxPoints)
+	}()
 	d.feedNovelty(st, v)
 
 	d.maybeRefit(st, sec)
@@ -603,9 +615,15 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 		wasFiring := st.firing
 		start := st.outStart
 		st.firing, st.badRun, st.inRun, st.outRun, st.outSide, st.outVals = false, 0, 0, 0, 0, st.outVals[:0]
-		st.novFiring = false
+		st.novFiring, st.shiftFiring = false, false
 		if wasFiring {
 			return mk(Resolved, start, st.alertDir, msg), true
+		}
+		if d.opts.ShiftAlerts && (st.metric.Bad == metrics.Both || side == int(st.metric.Bad)) {
+			// The new level is the band's now: the alert ends at the
+			// first points back inside it.
+			st.firing, st.shiftFiring, st.badStart, st.alertDir = true, true, start, dirOf(side)
+			return mk(Firing, start, st.alertDir, msg), true
 		}
 		return mk(Shifted, start, dirOf(side), msg), true
 	}
@@ -666,7 +684,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	st.inRun++
 	if st.inRun >= d.clearNeed(st) {
 		d.noteExcursion(st, sec)
-		st.firing, st.badRun, st.inRun, st.novFiring = false, 0, 0, false
+		st.firing, st.badRun, st.inRun, st.novFiring, st.shiftFiring = false, 0, 0, false, false
 		return mk(Resolved, st.badStart, st.alertDir, ""), true
 	}
 	return Alert{}, false
@@ -1002,9 +1020,10 @@ func (d *Detector) refit(st *seriesState, sec int64) {
 // the local correction too when the point is inside the band, unless an
 // alert is open (an anomaly must not teach the detector that it is
 // normal, and a departure in the good direction must not move the band
-// so that the return to normal looks like one in the bad direction).
+// so that the return to normal looks like one in the bad direction). An
+// open shift alert's points are the new normal and teach as usual.
 func (d *Detector) learn(st *seriesState, sec int64, v, f, hw float64) {
-	if st.firing || st.model == nil {
+	if st.firing && !st.shiftFiring || st.model == nil {
 		return
 	}
 	if v >= f-hw && v <= f+hw {

@@ -796,3 +796,53 @@ func TestDetectorClearForIsTime(t *testing.T) {
 		t.Errorf("events %v, want two alerts, the first resolved at the first point back (%s)", ev, s[at+2].T)
 	}
 }
+
+func TestDetectorShiftAlerts(t *testing.T) {
+	// Six days of a flat 5-minute series, then the level moves by 20 (20
+	// sigma) for good. MaxProb below any probability the series' record
+	// can give keeps every run from alerting, as the budget, routine and
+	// shape tests do for a step that looks like a routine burst; after
+	// ShiftFor (4 h) the detector adopts the new level. With ShiftAlerts
+	// that moment raises one alert, dated from the shift's first point,
+	// which then ends; a shift in the good direction raises none.
+	n := 6 * 288
+	stepAt := 5*288 + 100
+	var d *Detector
+	run := func(size float64, shiftAlerts bool) []Alert {
+		s := gen(n, 5*time.Minute, 1, 3, func(time.Time) float64 { return 100 })
+		for i := stepAt; i < n; i++ {
+			s[i].V += size
+		}
+		d = NewDetector(DetectorOptions{For: 3 * time.Minute, MaxProb: 1e-9, ShiftAlerts: shiftAlerts})
+		var late []Alert
+		for _, a := range feed(d, "tpot_ms", s) {
+			if !a.At.Before(s[stepAt].T) {
+				late = append(late, a)
+			}
+		}
+		return late
+	}
+	off := run(20, false)
+	if count(off, Firing) != 0 || count(off, Shifted) != 1 {
+		t.Errorf("shift up, ShiftAlerts off: %v; want one shifted event and no alert", off)
+	}
+	on := run(20, true)
+	if count(on, Firing) != 1 || count(on, Resolved) != 1 || count(on, Shifted) != 0 {
+		t.Fatalf("shift up, ShiftAlerts on: %v; want one alert that resolves", on)
+	}
+	// The open shift alert's points are the new normal: later refits of
+	// a seasonal model must not leave them out as an anomaly.
+	for _, p := range d.series["tpot_ms"].hist {
+		if p.anom {
+			t.Fatalf("point at %s kept as an anomaly while the shift alert was open", time.Unix(p.t, 0).UTC())
+		}
+	}
+	a := on[0]
+	stepStart := t0.Add(time.Duration(stepAt) * 5 * time.Minute)
+	if a.State != Firing || !a.Start.Equal(stepStart) || !strings.Contains(a.Message, "level shift") || a.At.Sub(a.Start) < 3*time.Hour {
+		t.Errorf("shift alert %+v: want it firing from %s, at least 3 h later, with a level-shift message", a, stepStart)
+	}
+	if down := run(-20, true); count(down, Firing) != 0 || count(down, Shifted) != 1 {
+		t.Errorf("shift down (the good direction of tpot_ms), ShiftAlerts on: %v; want one shifted event and no alert", down)
+	}
+}

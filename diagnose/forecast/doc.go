@@ -154,7 +154,14 @@
 // left than the one it moved to has ended that episode: the step is
 // dropped (the episode's points stay in the history, so an episode that
 // recurs, such as a young series' first weekend, is learnt by the
-// seasonal terms) and the return does not alert.
+// seasonal terms) and the return does not alert. A shift that no alert
+// covered (the budget, routine or shape tests held its first points back
+// as a burst like earlier ones) is only reported, as Shifted; with
+// ShiftAlerts, one in a bad direction alerts when it is adopted, from its
+// first point, since a level that holds for hours is a change of regime
+// whatever the series' bursts did. Its points are the new level, so the
+// refits learn them, and the alert ends once the series is back inside
+// the band around that level.
 //
 // A caller keeps one Detector per scope (DetectorOptions.Scope) and feeds
 // it every catalog value each minute:
