@@ -387,6 +387,12 @@ type seriesState struct {
 	inflate  float64
 }
 
+// anomalous reports whether the series is in an anomaly: an alert is open
+// and it is not one for a level shift, whose points are the new level.
+func (st *seriesState) anomalous() bool {
+	return st.firing && !st.shiftFiring
+}
+
 // step is a level shift the model absorbed: when it began and by how much
 // the level moved.
 type step struct {
@@ -538,10 +544,7 @@ func (d *Detector) observe(st *seriesState, metric string, sec int64, v float64)
 	}
 	st.last, st.hasLast = sec, true
 	st.stats.Points++
-	// The points of an open shift alert are the new level, not an anomaly.
-	defer func() {
-		st.append(point{t: sec, v: v, anom: st.firing && !st.shiftFiring}, d.opts.History, d.opts.MaxPoints)
-	}()
+	defer func() { st.append(point{t: sec, v: v, anom: st.anomalous()}, d.opts.History, d.opts.MaxPoints) }()
 	d.feedNovelty(st, v)
 
 	d.maybeRefit(st, sec)
@@ -1023,7 +1026,7 @@ func (d *Detector) refit(st *seriesState, sec int64) {
 // so that the return to normal looks like one in the bad direction). An
 // open shift alert's points are the new normal and teach as usual.
 func (d *Detector) learn(st *seriesState, sec int64, v, f, hw float64) {
-	if st.firing && !st.shiftFiring || st.model == nil {
+	if st.anomalous() || st.model == nil {
 		return
 	}
 	if v >= f-hw && v <= f+hw {
