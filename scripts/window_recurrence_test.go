@@ -68,6 +68,15 @@ func TestWindowRecurrence(t *testing.T) {
 		}
 	}
 
+	series := filepath.Join(dir, "data", "sub", "s.csv")
+	if err := os.WriteFile(series, []byte(files["data/sub/s.csv"]+"2026-01-25 00:00:00,oops\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = exec.Command(python, "window-recurrence", dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "s.csv:482: value 'oops' is not a number") {
+		t.Errorf("a value that is not a number: err %v, output %q; want a failure naming the file and line", err, out)
+	}
+
 	bad := filepath.Join(dir, "labels", "combined_windows.json")
 	if err := os.WriteFile(bad, []byte(`{"other.csv": []}`), 0o644); err != nil {
 		t.Fatal(err)
